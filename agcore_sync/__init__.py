@@ -1,0 +1,2 @@
+"""agcore_sync."""
+__version__ = "0.1.0"

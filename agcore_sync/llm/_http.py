@@ -1,0 +1,236 @@
+"""HTTP plumbing shared by the providers: the one place errors are mapped.
+
+Everything ``requests`` or ``urllib3`` can raise is translated here into an
+:class:`LlmError` (``raise ... from exc``), HTTP error statuses become the
+typed :class:`ProviderError` subclasses, and the API key is masked in every
+message and body. Streams are read with ``read1`` so each network read
+reaches the SSE parser at once (``iter_lines`` would wait for a full buffer).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import time
+from typing import Any, Dict, Iterator, Mapping, NoReturn, Optional
+
+import requests
+import urllib3.exceptions
+
+from agcore_sync.llm.cost import PricingArg, cost_usd
+from agcore_sync.llm.provider import (
+    AuthenticationError,
+    LlmConnectionError,
+    LlmError,
+    LlmProvider,
+    LlmTimeoutError,
+    ProviderError,
+    RateLimitError,
+    ResponseParseError,
+    ServerError,
+)
+from agcore_sync.llm.sse import SseEvent, SseParser
+from agcore_sync.llm.types import MessageRequest, Usage
+
+logger = logging.getLogger("agcore_sync.llm")
+
+#: The most one ``read1`` call takes off the socket.
+_READ_SIZE = 65536
+
+#: Placeholder that replaces a secret wherever it would appear.
+MASK = "***"
+
+
+def mask(text: str, secret: Optional[str]) -> str:
+    """Return ``text`` with ``secret`` replaced by ``***``."""
+    if secret and secret in text:
+        return text.replace(secret, MASK)
+    return text
+
+
+def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """Return a Retry-After header value in seconds (delta-seconds or HTTP-date)."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def error_for_status(status: int, message: str, *, retry_after: Optional[float] = None, body: Any = None) -> LlmError:
+    """Return the typed error for an HTTP error ``status``."""
+    if status in (401, 403):
+        cls: type = AuthenticationError
+    elif status == 429:
+        cls = RateLimitError
+    elif status >= 500:
+        cls = ServerError
+    else:
+        cls = ProviderError
+    return cls(message, status_code=status, retry_after=retry_after, body=body)
+
+
+def _error_detail(body: Any) -> str:
+    # Both OpenAI and Anthropic nest the human message as body["error"]["message"].
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+    if isinstance(body, str):
+        return body[:300]
+    return ""
+
+
+class HttpProvider(LlmProvider):
+    """Base of the HTTP providers: session, headers, posting, stream reading.
+
+    Subclasses fill :meth:`_auth_headers` and the translation to and from
+    their wire format. The API key is kept out of ``repr`` and masked in
+    every error.
+    """
+
+    #: Name used in error messages and logs.
+    provider_name = "provider"
+
+    def __init__(
+        self,
+        model: Optional[str],
+        api_key: Optional[str],
+        base_url: str,
+        timeout: float,
+        session: Optional[requests.Session],
+        extra_headers: Optional[Mapping[str, str]],
+        pricing: PricingArg,
+    ) -> None:
+        self.model = model
+        self._api_key = api_key or None
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._owns_session = session is None
+        self.session = session if session is not None else requests.Session()
+        self.extra_headers = dict(extra_headers or {})
+        self.pricing = pricing
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the ``requests.Session`` if this provider created it."""
+        if self._owns_session:
+            self.session.close()
+
+    def _auth_headers(self) -> Dict[str, str]:
+        return {}
+
+    def _model_for(self, request: MessageRequest) -> str:
+        model = request.model or self.model
+        if not model:
+            raise LlmError(f"{self.provider_name}: no model given: set it on the request or the provider")
+        return model
+
+    def _cost(self, usage: Usage, model: Optional[str]) -> Optional[float]:
+        return cost_usd(usage, model, self.pricing)
+
+    # -- sending ------------------------------------------------------------
+
+    def _post(self, url: str, body: Dict[str, Any], *, stream: bool) -> requests.Response:
+        headers = {"Content-Type": "application/json", **self._auth_headers(), **self.extra_headers}
+        if stream:
+            headers["Accept"] = "text/event-stream"
+        logger.debug("POST %s model=%s stream=%s", url, body.get("model"), stream)
+        try:
+            response = self.session.post(url, data=json.dumps(body), headers=headers,
+                                         timeout=self.timeout, stream=stream)
+        except Exception as exc:  # noqa: BLE001 - translated once, here
+            self._raise_transport(exc)
+        if response.status_code >= 400:
+            try:
+                raise self._status_error(response)
+            finally:
+                response.close()
+        return response
+
+    def _status_error(self, response: requests.Response) -> LlmError:
+        try:
+            text = mask(response.text, self._api_key)
+        except Exception:  # noqa: BLE001 - a body we cannot read is no reason to lose the status
+            text = ""
+        try:
+            body: Any = json.loads(text)
+        except ValueError:
+            body = text
+        detail = _error_detail(body)
+        message = f"{self.provider_name} returned HTTP {response.status_code}"
+        if detail:
+            message += f": {detail}"
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        return error_for_status(response.status_code, mask(message, self._api_key),
+                                retry_after=retry_after, body=body)
+
+    def _raise_transport(self, exc: BaseException) -> NoReturn:
+        """Translate a ``requests`` / ``urllib3`` / socket exception and raise it."""
+        text = mask(str(exc), self._api_key)
+        timeouts = (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)
+        if isinstance(exc, timeouts):
+            raise LlmTimeoutError(f"{self.provider_name} timed out after {self.timeout}s: {text}") from exc
+        if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
+                            urllib3.exceptions.HTTPError, OSError)):
+            raise LlmConnectionError(f"{self.provider_name} connection failed: {text}") from exc
+        if isinstance(exc, requests.RequestException):
+            raise LlmConnectionError(f"{self.provider_name} request failed: {text}", retryable=False) from exc
+        raise exc
+
+    def _json(self, response: requests.Response) -> Any:
+        try:
+            text = response.text
+        except Exception as exc:  # noqa: BLE001 - translated once, here
+            self._raise_transport(exc)
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise ResponseParseError(f"{self.provider_name} sent a body that is not JSON",
+                                     body=mask(text[:1000], self._api_key)) from exc
+
+    def _chunk_json(self, data: str) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise ResponseParseError(f"{self.provider_name} sent a stream chunk that is not JSON",
+                                     body=mask(data[:1000], self._api_key)) from exc
+
+    # -- reading streams ----------------------------------------------------
+
+    def _sse_events(self, response: requests.Response) -> Iterator[SseEvent]:
+        """Yield the SSE events of ``response`` as their bytes arrive."""
+        parser = SseParser()
+        raw = response.raw
+        read1 = getattr(raw, "read1", None)
+        try:
+            if read1 is not None:
+                while True:
+                    chunk = read1(_READ_SIZE, decode_content=True)
+                    if not chunk:
+                        break
+                    yield from parser.feed(chunk)
+            else:  # urllib3 < 2.3: iter_content(None) still yields per read for chunked bodies
+                for chunk in response.iter_content(chunk_size=None):
+                    yield from parser.feed(chunk)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            self._raise_transport(exc)
+        yield from parser.close()
+
+    def _stream_cut(self) -> LlmConnectionError:
+        return LlmConnectionError(f"{self.provider_name} stream ended before its end marker")

@@ -1,0 +1,143 @@
+"""Server-Sent Events parsing, shared by both providers and the MCP HTTP transport.
+
+Follows the WHATWG "event stream interpretation" rules over raw byte chunks
+as they come off the socket:
+
+- UTF-8 is decoded incrementally, so a character split across two network
+  reads is whole; a leading BOM is dropped; invalid bytes become U+FFFD.
+- Lines end at CRLF, LF or CR (a CR at the end of one chunk and an LF at the
+  start of the next are one line end).
+- ``data:`` lines are joined with a newline; ``event:``, ``id:`` (ignored if it
+  contains NUL) and ``retry:`` (digits only) are kept; lines starting with
+  ``:`` are comments; a blank line dispatches the event, unless it has no
+  data; a single space after the colon is removed.
+
+One documented difference: at the end of input, a pending event that has
+data is dispatched instead of discarded, because a server that closes right
+after its last ``data:`` line still meant it.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Iterable, Iterator, List, Optional
+
+import attrs
+
+__all__ = ["SseEvent", "SseParser", "iter_sse_events"]
+
+
+@attrs.frozen
+class SseEvent:
+    """One dispatched event.
+
+    Attributes:
+        event: the event type, ``"message"`` when the stream gave none.
+        data: the data lines joined with a newline.
+        id: the last event id seen so far in the stream (it persists).
+        retry: the reconnection time in milliseconds, if this event set one.
+    """
+
+    event: str
+    data: str
+    id: str = ""
+    retry: Optional[int] = None
+
+
+class SseParser:
+    """Incremental SSE parser: ``feed(chunk)`` bytes in, events out.
+
+    Call :meth:`close` at the end of input to get a final pending event.
+    One parser per stream; not thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._started = False
+        self._data: List[str] = []
+        self._event = ""
+        self._retry: Optional[int] = None
+        #: The last event id buffer; survives dispatches as WHATWG says.
+        self.last_event_id = ""
+        #: The last ``retry:`` value in milliseconds (the reconnection time).
+        self.reconnection_time: Optional[int] = None
+
+    def feed(self, chunk: bytes) -> List[SseEvent]:
+        """Parse one chunk of bytes; return the events it completed."""
+        return self._feed_text(self._decoder.decode(chunk))
+
+    def close(self) -> List[SseEvent]:
+        """End the input; return what the end completed (see module doc)."""
+        events = self._feed_text(self._decoder.decode(b"", final=True), final=True)
+        if self._data:
+            events.append(self._dispatch())
+        return events
+
+    def _feed_text(self, text: str, final: bool = False) -> List[SseEvent]:
+        if not self._started and text:
+            self._started = True
+            if text[0] == "\ufeff":
+                text = text[1:]
+        buffer = self._buffer + text
+        if "\r" in buffer:
+            # Hold back a trailing CR: the LF of a CRLF may be in the next chunk.
+            held = "\r" if buffer.endswith("\r") and not final else ""
+            if held:
+                buffer = buffer[:-1]
+            buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")
+            lines = buffer.split("\n")
+            self._buffer = lines.pop() + held
+        else:
+            lines = buffer.split("\n")
+            self._buffer = lines.pop()
+        if final and self._buffer:
+            lines.append(self._buffer)
+            self._buffer = ""
+        events: List[SseEvent] = []
+        for line in lines:
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _line(self, line: str) -> Optional[SseEvent]:
+        if not line:
+            if self._data:
+                return self._dispatch()
+            self._event = ""
+            self._retry = None
+            return None
+        if line[0] == ":":
+            return None
+        name, sep, value = line.partition(":")
+        if sep and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self.last_event_id = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
+                self._retry = self.reconnection_time = int(value)
+        return None
+
+    def _dispatch(self) -> SseEvent:
+        event = SseEvent(self._event or "message", "\n".join(self._data), self.last_event_id, self._retry)
+        self._data = []
+        self._event = ""
+        self._retry = None
+        return event
+
+
+def iter_sse_events(chunks: Iterable[bytes]) -> Iterator[SseEvent]:
+    """Yield the events of a stream given as an iterable of byte chunks."""
+    parser = SseParser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.close()

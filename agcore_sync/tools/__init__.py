@@ -1,0 +1,1 @@
+"""Tools: the interface, the registry, permissions, MCP."""
