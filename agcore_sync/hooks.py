@@ -1,0 +1,131 @@
+"""Hooks: callbacks the loops fire around turns, provider calls and tool calls.
+
+A hook is ``fn(ctx: HookContext) -> None | Deny``. Hooks run in
+registration order, in the thread running the loop (the worker thread for
+streams). A ``PRE_TOOL_USE`` hook that returns :class:`Deny` stops that call:
+the tool never runs and the model gets an ``is_error`` result with the
+reason; the first ``Deny`` wins. ``Deny`` from any other event is ignored with
+a warning. A hook that raises is logged on ``agcore_sync.hooks`` and wrapped
+in :class:`HookError` (cause chained), which ends the turn.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import Any, Callable, Dict, List, Optional
+
+import attrs
+
+from agcore_sync.errors import AgcoreError
+
+__all__ = ["HookEvent", "HookContext", "Deny", "Hooks", "HookError", "HookFn"]
+
+logger = logging.getLogger("agcore_sync.hooks")
+
+
+class HookEvent(str, enum.Enum):
+    """The points where hooks fire."""
+
+    ON_TURN_START = "on_turn_start"
+    ON_TURN_END = "on_turn_end"
+    PRE_REQUEST = "pre_request"
+    POST_REQUEST = "post_request"
+    PRE_TOOL_USE = "pre_tool_use"
+    POST_TOOL_USE = "post_tool_use"
+
+
+@attrs.frozen(kw_only=True)
+class HookContext:
+    """What a hook is told.
+
+    Attributes:
+        event: the event firing.
+        turn_index: the session turn (None outside a session).
+        request: the ``MessageRequest`` (PRE_REQUEST, POST_REQUEST).
+        response: the ``MessageResponse`` (POST_REQUEST).
+        tool_name: the tool (PRE_TOOL_USE, POST_TOOL_USE).
+        tool_call_id: the call's id (tool events).
+        arguments: the call's arguments as a dict (tool events).
+        invocation: the ``ToolInvocation`` (POST_TOOL_USE).
+    """
+
+    event: HookEvent
+    turn_index: Optional[int] = None
+    request: Any = None
+    response: Any = None
+    tool_name: Optional[str] = None
+    tool_call_id: Optional[str] = None
+    arguments: Optional[Dict[str, Any]] = None
+    invocation: Any = None
+
+
+@attrs.frozen
+class Deny:
+    """Returned by a PRE_TOOL_USE hook to refuse a call; ``reason`` goes to the model."""
+
+    reason: str = "denied by a PRE_TOOL_USE hook"
+
+
+class HookError(AgcoreError):
+    """A hook raised; the original exception is ``__cause__``.
+
+    Attributes:
+        event: the hook event that was firing.
+    """
+
+    def __init__(self, message: str, event: Optional[HookEvent] = None) -> None:
+        super().__init__(message)
+        self.event = event
+
+
+#: The signature of a hook.
+HookFn = Callable[[HookContext], Optional[Deny]]
+
+
+class Hooks:
+    """An ordered set of hooks per :class:`HookEvent`.
+
+    Example::
+
+        hooks = Hooks()
+        hooks.on(HookEvent.PRE_TOOL_USE, lambda ctx: Deny("no shell") if ctx.tool_name == "sh" else None)
+    """
+
+    def __init__(self) -> None:
+        self._hooks: Dict[HookEvent, List[HookFn]] = {event: [] for event in HookEvent}
+
+    def on(self, event: HookEvent, fn: HookFn) -> HookFn:
+        """Register ``fn`` for ``event``; return ``fn`` (usable as a decorator body)."""
+        self._hooks[HookEvent(event)].append(fn)
+        return fn
+
+    def __bool__(self) -> bool:
+        return any(self._hooks.values())
+
+    def has(self, event: HookEvent) -> bool:
+        """Return True if at least one hook is registered for ``event``."""
+        return bool(self._hooks[event])
+
+    def fire(self, ctx: HookContext) -> Optional[Deny]:
+        """Run the hooks of ``ctx.event`` in order.
+
+        Returns:
+            The first :class:`Deny` of a PRE_TOOL_USE hook, else None.
+
+        Raises:
+            HookError: a hook raised (later hooks do not run).
+        """
+        for fn in self._hooks[ctx.event]:
+            try:
+                result = fn(ctx)
+            except Exception as exc:
+                name = getattr(fn, "__qualname__", repr(fn))
+                logger.exception("hook %s for %s raised", name, ctx.event.value)
+                raise HookError(f"hook {name} for {ctx.event.value} raised {type(exc).__name__}: {exc}",
+                                ctx.event) from exc
+            if isinstance(result, Deny):
+                if ctx.event is HookEvent.PRE_TOOL_USE:
+                    return result
+                logger.warning("Deny returned by a %s hook is ignored", ctx.event.value)
+        return None

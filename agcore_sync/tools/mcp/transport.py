@@ -1,0 +1,54 @@
+"""The seam between :class:`McpClient` and a byte channel to a server.
+
+A transport moves whole JSON-RPC messages (dicts) both ways. It never
+interprets them beyond what its wire needs (the HTTP transport reads
+``Mcp-Session-Id`` and the protocol version header). The client owns the
+transport: it calls :meth:`Transport.start` once, :meth:`Transport.send`
+from any thread, and :meth:`Transport.close` once at the end.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, Dict, Optional
+
+from agcore_sync.tools.error import McpConnectionError
+
+__all__ = ["Transport", "MessageHandler", "ClosedHandler"]
+
+#: Called with each message the server sends, in wire order.
+MessageHandler = Callable[[Dict[str, Any]], None]
+#: Called once when the channel is lost for good (not after ``close()``).
+ClosedHandler = Callable[[McpConnectionError], None]
+
+
+class Transport(abc.ABC):
+    """A two-way channel of JSON-RPC messages to one MCP server."""
+
+    @abc.abstractmethod
+    def start(self, on_message: MessageHandler, on_closed: ClosedHandler) -> None:
+        """Open the channel and start delivering server messages.
+
+        ``on_message`` is called on a transport-owned thread (or, for HTTP,
+        possibly on the sending thread) in the order the server sent them;
+        it must not block. ``on_closed`` is called at most once, when the
+        server goes away without ``close()``.
+
+        Raises:
+            McpConnectionError: the server could not be started or reached.
+        """
+
+    @abc.abstractmethod
+    def send(self, message: Dict[str, Any], *, timeout: Optional[float] = None) -> None:
+        """Send one message; safe to call from any thread.
+
+        Raises:
+            McpConnectionError: the channel is closed or broken.
+        """
+
+    def set_protocol_version(self, version: str) -> None:  # noqa: B027 - optional hook
+        """Tell the transport the negotiated version (HTTP sends it as a header)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop the server or session and every thread; idempotent and bounded."""
