@@ -94,6 +94,16 @@ def _error_detail(body: Any) -> str:
     return ""
 
 
+def _parses(data: str) -> bool:
+    if data.strip() == "[DONE]":
+        return True
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
 class HttpProvider(LlmProvider):
     """Base of the HTTP providers: session, headers, posting, stream reading.
 
@@ -230,7 +240,12 @@ class HttpProvider(LlmProvider):
                     yield from parser.feed(chunk)
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             self._raise_transport(exc)
-        yield from parser.close()
+        for event in parser.close():
+            # An event without its closing blank line whose data does not
+            # parse is half a chunk: the connection dropped mid-event.
+            if not _parses(event.data):
+                raise self._stream_cut()
+            yield event
 
     def _stream_cut(self) -> LlmConnectionError:
         return LlmConnectionError(f"{self.provider_name} stream ended before its end marker")

@@ -127,7 +127,7 @@ class ToolLoop:
     def run(self, prompt: str) -> MessageResponse:
         """Run the turn for ``prompt``; return the final response."""
         config = self.cycle.config
-        self.new_messages.append(Message.user(prompt))
+        self.new_messages = [Message.user(prompt)]
         definitions = self.registry.definitions()
         limit = config.tool_turn_limit
         for _ in range(limit):
@@ -135,11 +135,12 @@ class ToolLoop:
             request = self.cycle.build_request([*self.cycle.messages(), *self.new_messages], definitions)
             response = self._request(request)
             if not response.has_tool_calls:
-                self.new_messages.append(response.message)
+                self.new_messages = [*self.new_messages, response.message]
                 return response
             results = self._run_tools(response.message.tool_uses)
-            self.new_messages.append(response.message)
-            self.new_messages.extend(results)
+            # One reference swap per round: a reader on another thread (a
+            # stream's close()) sees whole rounds only.
+            self.new_messages = [*self.new_messages, response.message, *results]
         raise MaxToolTurnsExceeded(
             f"the tool loop made {limit} provider calls and the model still asks for tools; "
             "raise CycleConfig.max_tool_turns or check the tools' answers"
