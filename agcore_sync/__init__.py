@@ -1,2 +1,184 @@
-"""agcore_sync."""
+"""agcore_sync: a synchronous, thread-based core for LLM agents.
+
+Every public name is importable from here. Submodules load on first use
+(PEP 562), so ``import agcore_sync`` stays cheap and a script that needs
+only a provider does not pay for sessions and MCP.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Dict, List
+
+#: The package version, also sent to MCP servers as ``clientInfo.version``.
 __version__ = "0.1.0"
+
+# Public name -> the module that defines it.
+_EXPORTS: Dict[str, str] = {
+    "CompactConfig": "agcore_sync.agent.compact",
+    "AgentError": "agcore_sync.agent.errors",
+    "SlotNotFoundError": "agcore_sync.agent.errors",
+    "SlotReadonlyError": "agcore_sync.agent.errors",
+    "AgentSession": "agcore_sync.agent.session",
+    "TurnStream": "agcore_sync.agent.session",
+    "AgcoreError": "agcore_sync.errors",
+    "ContextOverflowError": "agcore_sync.errors",
+    "Deny": "agcore_sync.hooks",
+    "HookContext": "agcore_sync.hooks",
+    "HookError": "agcore_sync.hooks",
+    "HookEvent": "agcore_sync.hooks",
+    "Hooks": "agcore_sync.hooks",
+    "AnthropicProvider": "agcore_sync.llm.anthropic",
+    "Pricing": "agcore_sync.llm.cost",
+    "CycleConfig": "agcore_sync.llm.cycle",
+    "LlmCycle": "agcore_sync.llm.cycle",
+    "ContentBlockEnd": "agcore_sync.llm.events",
+    "ContentBlockStart": "agcore_sync.llm.events",
+    "CostUpdate": "agcore_sync.llm.events",
+    "Error": "agcore_sync.llm.events",
+    "MessageComplete": "agcore_sync.llm.events",
+    "MessageStart": "agcore_sync.llm.events",
+    "PartialMessageResponse": "agcore_sync.llm.events",
+    "StreamEvent": "agcore_sync.llm.events",
+    "TextDelta": "agcore_sync.llm.events",
+    "ThinkingDelta": "agcore_sync.llm.events",
+    "ToolCallArgumentsDelta": "agcore_sync.llm.events",
+    "ToolCallEnd": "agcore_sync.llm.events",
+    "ToolExecutionCompleted": "agcore_sync.llm.events",
+    "ToolExecutionStarted": "agcore_sync.llm.events",
+    "MockProvider": "agcore_sync.llm.mock",
+    "OpenAIProvider": "agcore_sync.llm.openai",
+    "AuthenticationError": "agcore_sync.llm.provider",
+    "LlmConnectionError": "agcore_sync.llm.provider",
+    "LlmError": "agcore_sync.llm.provider",
+    "LlmProvider": "agcore_sync.llm.provider",
+    "LlmTimeoutError": "agcore_sync.llm.provider",
+    "MaxToolTurnsExceeded": "agcore_sync.llm.provider",
+    "ProviderError": "agcore_sync.llm.provider",
+    "RateLimitError": "agcore_sync.llm.provider",
+    "ResponseParseError": "agcore_sync.llm.provider",
+    "ServerError": "agcore_sync.llm.provider",
+    "RetryConfig": "agcore_sync.llm.retry",
+    "RetryProvider": "agcore_sync.llm.retry",
+    "ToolLoopStream": "agcore_sync.llm.tool_stream",
+    "ContentBlock": "agcore_sync.llm.types",
+    "Message": "agcore_sync.llm.types",
+    "MessageRequest": "agcore_sync.llm.types",
+    "MessageResponse": "agcore_sync.llm.types",
+    "Role": "agcore_sync.llm.types",
+    "StopReason": "agcore_sync.llm.types",
+    "TextBlock": "agcore_sync.llm.types",
+    "ThinkingBlock": "agcore_sync.llm.types",
+    "ToolChoice": "agcore_sync.llm.types",
+    "ToolDef": "agcore_sync.llm.types",
+    "ToolResultBlock": "agcore_sync.llm.types",
+    "ToolUseBlock": "agcore_sync.llm.types",
+    "Usage": "agcore_sync.llm.types",
+    "BaseTool": "agcore_sync.tools.base",
+    "InvalidArgumentsError": "agcore_sync.tools.error",
+    "McpConnectionError": "agcore_sync.tools.error",
+    "McpError": "agcore_sync.tools.error",
+    "McpNotInitializedError": "agcore_sync.tools.error",
+    "McpTimeoutError": "agcore_sync.tools.error",
+    "PermissionDeniedError": "agcore_sync.tools.error",
+    "ToolError": "agcore_sync.tools.error",
+    "ToolExecutionError": "agcore_sync.tools.error",
+    "ToolNotFoundError": "agcore_sync.tools.error",
+    "ToolTimeoutError": "agcore_sync.tools.error",
+    "FunctionTool": "agcore_sync.tools.function",
+    "tool": "agcore_sync.tools.function",
+    "Permission": "agcore_sync.tools.permission",
+    "PermissionChecker": "agcore_sync.tools.permission",
+    "PermissionConfig": "agcore_sync.tools.permission",
+    "ToolInvocation": "agcore_sync.tools.registry",
+    "ToolRegistry": "agcore_sync.tools.registry",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agcore_sync' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
+    from agcore_sync.agent.compact import CompactConfig  # noqa: F401
+    from agcore_sync.agent.errors import AgentError, SlotNotFoundError, SlotReadonlyError  # noqa: F401
+    from agcore_sync.agent.session import AgentSession, TurnStream  # noqa: F401
+    from agcore_sync.errors import AgcoreError, ContextOverflowError  # noqa: F401
+    from agcore_sync.hooks import Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
+    from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
+    from agcore_sync.llm.cost import Pricing  # noqa: F401
+    from agcore_sync.llm.cycle import CycleConfig, LlmCycle  # noqa: F401
+    from agcore_sync.llm.events import (  # noqa: F401
+        ContentBlockEnd,
+        ContentBlockStart,
+        CostUpdate,
+        Error,
+        MessageComplete,
+        MessageStart,
+        PartialMessageResponse,
+        StreamEvent,
+        TextDelta,
+        ThinkingDelta,
+        ToolCallArgumentsDelta,
+        ToolCallEnd,
+        ToolExecutionCompleted,
+        ToolExecutionStarted,
+    )
+    from agcore_sync.llm.mock import MockProvider  # noqa: F401
+    from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
+    from agcore_sync.llm.provider import (  # noqa: F401
+        AuthenticationError,
+        LlmConnectionError,
+        LlmError,
+        LlmProvider,
+        LlmTimeoutError,
+        MaxToolTurnsExceeded,
+        ProviderError,
+        RateLimitError,
+        ResponseParseError,
+        ServerError,
+    )
+    from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
+    from agcore_sync.llm.tool_stream import ToolLoopStream  # noqa: F401
+    from agcore_sync.llm.types import (  # noqa: F401
+        ContentBlock,
+        Message,
+        MessageRequest,
+        MessageResponse,
+        Role,
+        StopReason,
+        TextBlock,
+        ThinkingBlock,
+        ToolChoice,
+        ToolDef,
+        ToolResultBlock,
+        ToolUseBlock,
+        Usage,
+    )
+    from agcore_sync.tools.base import BaseTool  # noqa: F401
+    from agcore_sync.tools.error import (  # noqa: F401
+        InvalidArgumentsError,
+        McpConnectionError,
+        McpError,
+        McpNotInitializedError,
+        McpTimeoutError,
+        PermissionDeniedError,
+        ToolError,
+        ToolExecutionError,
+        ToolNotFoundError,
+        ToolTimeoutError,
+    )
+    from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
+    from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
+    from agcore_sync.tools.registry import ToolInvocation, ToolRegistry  # noqa: F401

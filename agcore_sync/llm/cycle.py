@@ -21,7 +21,7 @@ from agcore_sync.llm.retry import RetryConfig, Sleep, call_with_retry, stream_wi
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolDef
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.llm.tool_loop import ToolLoopStream
+    from agcore_sync.llm.tool_stream import ToolLoopStream
     from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["CycleConfig", "LlmCycle", "DEFAULT_MAX_TOOL_TURNS"]
@@ -257,8 +257,8 @@ class LlmCycle:
                                  max_buffered_events: Optional[int] = None) -> ToolLoopStream:
         """Run the tool loop on a worker thread; return a stream of its events.
 
-        See :class:`~agcore_sync.llm.tool_loop.ToolLoopStream`.
+        See :class:`~agcore_sync.llm.tool_stream.ToolLoopStream`.
         """
-        from agcore_sync.llm.tool_loop import ToolLoopStream
+        from agcore_sync.llm.tool_stream import ToolLoopStream
 
         return ToolLoopStream(self, registry, prompt, max_buffered_events=max_buffered_events)

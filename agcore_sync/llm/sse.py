@@ -55,7 +55,12 @@ class SseParser:
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        # Text of the unfinished last line, kept as pieces: joining them only
+        # when a line end arrives keeps a long line over many reads linear.
+        self._pending: List[str] = []
+        # True after a chunk that ended with CR: an LF opening the next chunk
+        # belongs to that CRLF and is not a second line end.
+        self._skip_lf = False
         self._started = False
         self._data: List[str] = []
         self._event = ""
@@ -71,36 +76,57 @@ class SseParser:
 
     def close(self) -> List[SseEvent]:
         """End the input; return what the end completed (see module doc)."""
-        events = self._feed_text(self._decoder.decode(b"", final=True), final=True)
+        events = self._feed_text(self._decoder.decode(b"", final=True))
+        if self._pending:
+            # The last line had no line end; take it as a line all the same
+            # (it is not blank, so it cannot dispatch by itself).
+            self._line("".join(self._pending))
+            self._pending = []
         if self._data:
             events.append(self._dispatch())
         return events
 
-    def _feed_text(self, text: str, final: bool = False) -> List[SseEvent]:
-        if not self._started and text:
-            self._started = True
-            if text[0] == "\ufeff":
-                text = text[1:]
-        buffer = self._buffer + text
-        if "\r" in buffer:
-            # Hold back a trailing CR: the LF of a CRLF may be in the next chunk.
-            held = "\r" if buffer.endswith("\r") and not final else ""
-            if held:
-                buffer = buffer[:-1]
-            buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")
-            lines = buffer.split("\n")
-            self._buffer = lines.pop() + held
-        else:
-            lines = buffer.split("\n")
-            self._buffer = lines.pop()
-        if final and self._buffer:
-            lines.append(self._buffer)
-            self._buffer = ""
+    def _feed_text(self, text: str) -> List[SseEvent]:
+        if text:
+            if not self._started:
+                self._started = True
+                if text[0] == "\ufeff":
+                    text = text[1:]
+            elif self._skip_lf:
+                if text[0] == "\n":
+                    text = text[1:]
+                self._skip_lf = False
+        if "\r" in text:
+            # A CR ends its line at once (no waiting for the next read to
+            # see whether an LF follows); the LF, if it comes, is skipped.
+            self._skip_lf = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n" not in text:
+            if text:
+                self._pending.append(text)
+            return []
+        if self._pending:
+            self._pending.append(text)
+            text = "".join(self._pending)
+            self._pending = []
+        lines = text.split("\n")
+        rest = lines.pop()
+        if rest:
+            self._pending.append(rest)
         events: List[SseEvent] = []
         for line in lines:
-            event = self._line(line)
-            if event is not None:
-                events.append(event)
+            # Blank lines and "data:" lines are nearly every line of an LLM
+            # stream; they are handled here without a call per line.
+            if not line:
+                if self._data:
+                    events.append(self._dispatch())
+                else:
+                    self._event = ""
+                    self._retry = None
+            elif line.startswith("data:"):
+                self._data.append(line[6:] if line.startswith(" ", 5) else line[5:])
+            else:
+                self._line(line)
         return events
 
     def _line(self, line: str) -> Optional[SseEvent]:

@@ -108,7 +108,9 @@ class ToolLoop:
     Attributes:
         new_messages: the user message and every complete round so far (and
             the final answer once done): what the history keeps.
-        usages: usage of every provider response received, in order.
+        usage_by_model: ``(usage, model)`` of every provider response that
+            reported usage, in order (streams: every ``CostUpdate``, even of
+            a response that then failed).
         final_response: the last response received, or None.
     """
 
@@ -120,7 +122,7 @@ class ToolLoop:
         self.emit = emit
         self.cancel = cancel if cancel is not None else threading.Event()
         self.new_messages: List[Message] = []
-        self.usages: List[Usage] = []
+        self.usage_by_model: List[Tuple[Usage, Optional[str]]] = []
         self.final_response: Optional[MessageResponse] = None
         self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
 
@@ -155,7 +157,7 @@ class ToolLoop:
     def _request(self, request: MessageRequest) -> MessageResponse:
         if self.emit is None:
             response = self.cycle.call_provider(request)
-            self.usages.append(response.usage)
+            self.usage_by_model.append((response.usage, response.model))
         else:
             response = self._request_stream(request)
         self.final_response = response
@@ -170,7 +172,8 @@ class ToolLoop:
                     raise Cancelled()
                 partial.apply(event)
                 if isinstance(event, CostUpdate):
-                    self.usages.append(event.usage)
+                    model = partial.model or request.model or self.cycle.provider.model
+                    self.usage_by_model.append((event.usage, model))
                 self.emit(event)  # type: ignore[misc]
         finally:
             events.close()  # closes the HTTP response, also on cancel

@@ -1,0 +1,1 @@
+"""Agent sessions: turns, cost, hooks, context slots and compaction."""

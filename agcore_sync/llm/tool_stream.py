@@ -1,0 +1,224 @@
+"""ToolLoopStream: the tool loop on a worker thread, read as a plain iterator.
+
+The stream owns exactly one thread, ``agcore-stream-<n>``, started by the
+constructor. The worker runs a :class:`~agcore_sync.llm.tool_loop.ToolLoop`
+with ``chat_stream`` and puts every event on a ``queue.Queue``; it never
+waits for the consumer except when ``max_buffered_events`` bounds the queue.
+Any failure, even a bug in the loop, becomes a final
+:class:`~agcore_sync.llm.events.Error` event: nothing escapes the iterator.
+
+Cancellation: ``close()`` (from any thread), leaving a ``with`` block or
+dropping the last reference sets the stream's cancel Event. The worker then
+starts no new provider call or tool, closes the open HTTP response and exits
+as soon as its running step (a provider read or a tool) returns. The thread
+is a daemon so that a stuck tool can never keep the interpreter alive; it
+still is joined, with a bound, when the stream ends.
+
+The turn ends exactly once, in the first thread that sees the stream end
+(the iterating thread at exhaustion or at its next step after ``close()``,
+the thread calling ``close()`` when no thread iterates, or the finaliser):
+``new_messages`` and ``final_response`` are set and the cycle's history
+gets the user message and every complete round.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Tuple
+
+from agcore_sync.llm.events import Error, StreamEvent
+from agcore_sync.llm.tool_loop import Cancelled, ToolLoop
+from agcore_sync.llm.types import Message, MessageResponse
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agcore_sync.llm.cycle import LlmCycle
+    from agcore_sync.tools.registry import ToolRegistry
+
+__all__ = ["ToolLoopStream"]
+
+logger = logging.getLogger("agcore_sync.stream")
+
+#: How often a blocked producer or consumer re-checks the cancel Event (seconds).
+#: Only matters while the queue is full or empty; a put or get that can
+#: proceed never waits.
+CANCEL_POLL = 0.05
+
+#: How long the thread that ends the stream waits for the worker to exit.
+#: The worker normally has already exited (it puts the end marker last);
+#: after an early close it may still be inside a tool or a provider read.
+WORKER_JOIN_TIMEOUT = 0.2
+
+_DONE = object()
+_numbers = itertools.count(1)
+
+
+class _Worker:
+    """The worker's side of a stream.
+
+    It holds no reference to the stream, so dropping the stream lets it be
+    collected (and closed) while the worker runs.
+    """
+
+    def __init__(self, loop: ToolLoop, prompt: str, events: queue.Queue, cancel: threading.Event) -> None:
+        self.loop = loop
+        self.prompt = prompt
+        self.events = events
+        self.cancel = cancel
+
+    def put(self, item: Any) -> None:
+        """Queue ``item``; under backpressure wait, but give up once cancelled."""
+        while not self.cancel.is_set():
+            try:
+                self.events.put(item, timeout=CANCEL_POLL)
+                return
+            except queue.Full:
+                continue
+
+    def run(self) -> None:
+        try:
+            self.loop.run(self.prompt)
+        except Cancelled:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - delivered as a value, never lost
+            if not self.cancel.is_set():
+                logger.debug("tool loop ended with %s", type(exc).__name__, exc_info=True)
+                self.put(Error(f"{type(exc).__name__}: {exc}", exc))
+        finally:
+            self.put(_DONE)
+
+
+class ToolLoopStream:
+    """A running tool loop, read as ``for event in stream``.
+
+    Created by :meth:`LlmCycle.submit_with_tools_stream`; the worker starts
+    at once. Iterating yields provider events, ``ToolExecutionStarted`` /
+    ``ToolExecutionCompleted`` around tools, and at most one final
+    ``Error``. Use it as a context manager, or call :meth:`close`, to stop
+    the work early.
+
+    Attributes:
+        new_messages: the messages the turn added (user message first), a
+            tuple; ``()`` until the stream has ended.
+        final_response: the last ``MessageResponse`` received, or None.
+        error: the exception of the final ``Error`` event, or None.
+    """
+
+    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, prompt: str, *,
+                 max_buffered_events: Optional[int] = None) -> None:
+        if max_buffered_events is not None and max_buffered_events < 1:
+            raise ValueError(f"max_buffered_events must be None or at least 1, got {max_buffered_events}")
+        self._cycle = cycle
+        self._events: queue.Queue = queue.Queue(maxsize=max_buffered_events or 0)
+        self._cancel = threading.Event()
+        self._loop = ToolLoop(cycle, registry, cancel=self._cancel)
+        worker = _Worker(self._loop, prompt, self._events, self._cancel)
+        self._loop.emit = worker.put
+        self._end_lock = threading.Lock()
+        self._ended = False
+        self._iterating = False
+        self.new_messages: Tuple[Message, ...] = ()
+        self.final_response: Optional[MessageResponse] = None
+        self.error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=worker.run, name=f"agcore-stream-{next(_numbers)}", daemon=True)
+        self._thread.start()
+
+    # -- iteration ------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        if self._ended:
+            raise StopIteration
+        if self._cancel.is_set():  # closed from another thread: this step ends it
+            self._end()
+            raise StopIteration
+        self._iterating = True
+        try:
+            item = self._next_item()
+        finally:
+            self._iterating = False
+        if item is _DONE:
+            self._end()
+            raise StopIteration
+        if isinstance(item, Error):
+            self.error = item.error
+        return item
+
+    def _next_item(self) -> Any:
+        get = self._events.get
+        try:
+            return get(block=False)
+        except queue.Empty:
+            pass
+        while not self._cancel.is_set():
+            try:
+                return get(timeout=CANCEL_POLL)
+            except queue.Empty:
+                continue
+        return _DONE
+
+    # -- ending ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the loop; safe from any thread, idempotent, returns promptly.
+
+        The worker starts no new provider call or tool and exits when its
+        running step returns. Complete rounds are kept in the history.
+        """
+        if self._ended:
+            return
+        self._cancel.set()
+        self._drain()
+        if not self._iterating:
+            self._end()
+
+    def _drain(self) -> None:
+        # Frees a worker blocked on a full queue at once.
+        try:
+            while True:
+                self._events.get_nowait()
+        except queue.Empty:
+            pass
+
+    def _end(self) -> None:
+        with self._end_lock:
+            if self._ended:
+                return
+            self._ended = True
+        self._thread.join(WORKER_JOIN_TIMEOUT)
+        if self._thread.is_alive():
+            logger.debug("%s still finishing its running step after close", self._thread.name)
+        loop = self._loop
+        self.new_messages = tuple(loop.new_messages)
+        self.final_response = loop.final_response
+        self._cycle.extend_messages(self.new_messages)
+        self._on_end()
+
+    def _on_end(self) -> None:
+        """Run once when the stream ends; subclasses finish their turn here."""
+
+    @property
+    def closed(self) -> bool:
+        """True once the stream has ended (exhausted or closed)."""
+        return self._ended
+
+    @property
+    def worker(self) -> threading.Thread:
+        """The worker thread (for tests and diagnostics)."""
+        return self._thread
+
+    def __enter__(self) -> ToolLoopStream:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser
+            pass

@@ -1,0 +1,329 @@
+"""JSON Schema (Draft 2020-12) from type hints, and the converters that go with it.
+
+Each type hint becomes a pair: the schema of its JSON form, and a converter
+from that JSON form back to the Python type (None where the JSON value is
+already right, so a tool with plain parameters pays nothing per call).
+
+========================  ==================================================
+hint                      schema (and conversion)
+========================  ==================================================
+str int float bool None   string, integer, number, boolean, null
+Any                       {} (anything)
+Optional[X], X | None     X that also accepts null
+Union[A, B]               anyOf (converted by the first branch that fits)
+list[X], Sequence[X]      array of X
+set[X], frozenset[X]      array of X with uniqueItems (to a set)
+tuple[X, Y]               prefixItems, minItems = maxItems = 2 (to a tuple)
+tuple[X, ...]             array of X (to a tuple)
+dict[str, X], Mapping     object with additionalProperties X
+Literal[a, b]             enum (with its type when all values share one)
+an Enum subclass          enum of its values (to the member)
+an attrs class            object of its init fields (to an instance)
+Annotated[X, "text"]      X with that description
+========================  ==================================================
+
+Anything else (bytes, Callable, a plain class, dict with non-str keys, a
+recursive attrs class) raises TypeError naming where it was found.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import enum
+import math
+import types
+import typing
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import attrs
+
+from agcore_sync.tools._docstring import parse_docstring
+
+__all__ = ["Converter", "SchemaBuilder", "accepts", "json_default", "nullable", "with_details"]
+
+#: Turns a JSON value into the Python value a hint asks for; None = as is.
+Converter = Optional[Callable[[Any], Any]]
+
+_NONE = type(None)
+_PRIMITIVES = {str: "string", int: "integer", float: "number", bool: "boolean", _NONE: "null"}
+_UNIONS = (typing.Union, getattr(types, "UnionType", typing.Union))
+_ARRAYS = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable)
+_SETS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
+_OBJECTS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+_COMBINERS = frozenset({"anyOf", "oneOf", "allOf", "not", "$ref", "const"})
+
+
+class SchemaBuilder:
+    """Build schemas and converters for the hints of one function.
+
+    Args:
+        localns: extra names for resolving string annotations (an attrs
+            class's field hints, for one).
+    """
+
+    def __init__(self, localns: Optional[Mapping[str, Any]] = None) -> None:
+        self._localns = dict(localns or {})
+        self._open: List[type] = []  # attrs classes being built, to catch recursion
+
+    def hints(self, obj: Any, what: str) -> Dict[str, Any]:
+        """Return the resolved type hints of ``obj`` (a function or a class)."""
+        try:
+            return typing.get_type_hints(obj, localns=self._localns, include_extras=True)
+        except Exception as exc:  # NameError, or TypeError from a bad annotation
+            raise TypeError(f"@tool cannot resolve the type hints of {what}: {exc}") from exc
+
+    def build(self, hint: Any, where: str) -> Tuple[Dict[str, Any], Converter]:
+        """Return the schema and converter of ``hint``; ``where`` names it in errors."""
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if origin is typing.Annotated:
+            schema, convert = self.build(args[0], where)
+            text = next((extra for extra in args[1:] if isinstance(extra, str)), None)
+            return (dict(schema, description=text) if text else schema), convert
+        if hasattr(hint, "__supertype__"):  # typing.NewType
+            return self.build(hint.__supertype__, where)
+        if hint is Any:
+            return {}, None
+        if isinstance(hint, type):
+            if hint in _PRIMITIVES:
+                return {"type": _PRIMITIVES[hint]}, None
+            if issubclass(hint, enum.Enum):
+                return _enum_schema(hint, where), hint
+            if attrs.has(hint):
+                return self._attrs_class(hint, where)
+        if origin is typing.Literal:
+            return _literal(args, where)
+        if origin in _UNIONS:
+            return self._union(args, where)
+        return self._container(hint, origin or hint, args, where)
+
+    def _container(self, hint: Any, origin: Any, args: Tuple[Any, ...], where: str) -> Tuple[Dict[str, Any], Converter]:
+        if origin is tuple:
+            return self._tuple(hint, args, where)
+        if origin in _ARRAYS or origin in _SETS:
+            schema: Dict[str, Any] = {"type": "array"}
+            item_convert: Converter = None
+            if args:
+                schema["items"], item_convert = self.build(args[0], f"{where}, item")
+            if origin in _SETS:
+                schema["uniqueItems"] = True
+                kind = frozenset if origin is frozenset else set
+                return schema, _each(item_convert, kind)
+            return schema, (_each(item_convert, list) if item_convert else None)
+        if origin in _OBJECTS:
+            if not args:
+                return {"type": "object"}, None
+            if args[0] is not str:
+                raise TypeError(f"@tool needs str keys for a dict, got {args[0]!r} ({where}): JSON keys are strings")
+            values, convert = self.build(args[1], f"{where}, value")
+            schema = {"type": "object", "additionalProperties": values}
+            return schema, (_map_values(convert) if convert else None)
+        raise TypeError(
+            f"@tool cannot express {hint!r} in JSON Schema ({where}); use str, int, float, bool, None, "
+            "list, tuple, set, dict[str, X], Optional, Union, Literal, an Enum or an attrs class"
+        )
+
+    def _tuple(self, hint: Any, args: Tuple[Any, ...], where: str) -> Tuple[Dict[str, Any], Converter]:
+        if hint is tuple or hint is typing.Tuple:
+            return {"type": "array"}, tuple
+        if len(args) == 2 and args[1] is Ellipsis:
+            items, convert = self.build(args[0], f"{where}, item")
+            return {"type": "array", "items": items}, _each(convert, tuple)
+        if args == ((),):  # typing.Tuple[()] spells the empty tuple this way
+            args = ()
+        built = [self.build(arg, f"{where}, item {i}") for i, arg in enumerate(args)]
+        schema = {"type": "array", "prefixItems": [s for s, _ in built], "minItems": len(args), "maxItems": len(args)}
+        if not args:
+            del schema["prefixItems"]
+        converters = [c for _, c in built]
+        if not any(converters):
+            return schema, tuple
+        return schema, lambda value: tuple(c(v) if c else v for c, v in zip(converters, value))
+
+    def _union(self, args: Tuple[Any, ...], where: str) -> Tuple[Dict[str, Any], Converter]:
+        members = [arg for arg in args if arg is not _NONE]
+        built = [self.build(member, where) for member in members]
+        if len(built) == 1:  # Optional[X]
+            return nullable(*built[0])
+        schema: Dict[str, Any] = {"anyOf": [s for s, _ in built]}
+        if len(members) < len(args):
+            schema["anyOf"].append({"type": "null"})
+        if not any(c for _, c in built):
+            return schema, None
+
+        def convert(value: Any) -> Any:
+            for branch, branch_convert in built:
+                if value is not None and accepts(branch, value):
+                    if branch_convert is None:
+                        return value
+                    try:
+                        return branch_convert(value)
+                    except (TypeError, ValueError):
+                        continue  # it looked right but is not: try the next branch
+            return value
+
+        return schema, convert
+
+    def _attrs_class(self, cls: type, where: str) -> Tuple[Dict[str, Any], Converter]:
+        if cls in self._open:
+            raise TypeError(f"@tool cannot express the recursive attrs class {cls.__qualname__} ({where})")
+        self._open.append(cls)
+        try:
+            hints = self.hints(cls, f"attrs class {cls.__qualname__}")
+            doc = parse_docstring(cls.__doc__)
+            properties: Dict[str, Any] = {}
+            required: List[str] = []
+            converters: Dict[str, Callable[[Any], Any]] = {}
+            for field in attrs.fields(cls):
+                if not field.init:
+                    continue
+                key = _init_name(field)
+                if field.name not in hints:
+                    raise TypeError(f"@tool needs a type annotation on {cls.__qualname__}.{field.name} ({where})")
+                built = self.build(hints[field.name], f"{where} > {cls.__qualname__}.{field.name}")
+                default = attrs.NOTHING if isinstance(field.default, attrs.Factory) else field.default
+                properties[key], convert = with_details(*built, doc.params.get(key), default)
+                if field.default is attrs.NOTHING:
+                    required.append(key)
+                if convert is not None:
+                    converters[key] = convert
+        finally:
+            self._open.pop()
+        schema: Dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+        schema["additionalProperties"] = False
+        if doc.summary:
+            schema["description"] = doc.summary
+
+        def convert(value: Any) -> Any:
+            if isinstance(value, cls):
+                return value
+            return cls(**{k: (converters[k](v) if k in converters else v) for k, v in value.items()})
+
+        return schema, convert
+
+
+def with_details(
+    schema: Dict[str, Any], convert: Converter, description: Optional[str], default: Any
+) -> Tuple[Dict[str, Any], Converter]:
+    """Add a description (unless the hint gave one) and a default to a property.
+
+    ``default`` is ``attrs.NOTHING`` for none. A default of None makes the
+    property accept null, as a ``= None`` parameter plainly means to.
+    """
+    if default is None and not accepts(schema, None):
+        schema, convert = nullable(schema, convert)
+    schema = dict(schema)
+    if description and "description" not in schema:
+        schema["description"] = description
+    if default is not attrs.NOTHING:
+        try:
+            schema["default"] = json_default(default)
+        except ValueError:
+            pass  # not JSON: the default still applies, it is just not shown to the model
+    return schema, convert
+
+
+def nullable(schema: Dict[str, Any], convert: Converter) -> Tuple[Dict[str, Any], Converter]:
+    """Return ``schema`` widened to accept null, and ``convert`` passing None through."""
+    if convert is not None:
+        inner = convert
+
+        def convert(value: Any) -> Any:
+            return None if value is None else inner(value)
+
+    if accepts(schema, None):
+        return schema, convert
+    kind = schema.get("type")
+    if isinstance(kind, str) and not _COMBINERS.intersection(schema):
+        widened = dict(schema, type=[kind, "null"])
+        if "enum" in widened:
+            widened["enum"] = [*widened["enum"], None]
+        return widened, convert
+    if list(schema) == ["anyOf"]:
+        return {"anyOf": [*schema["anyOf"], {"type": "null"}]}, convert
+    return {"anyOf": [schema, {"type": "null"}]}, convert
+
+
+def accepts(schema: Dict[str, Any], value: Any) -> bool:
+    """Tell, roughly, whether ``value`` fits ``schema`` by its JSON type and enum."""
+    if "anyOf" in schema:
+        return any(accepts(branch, value) for branch in schema["anyOf"])
+    if "enum" in schema:
+        return any(value == e and _json_type(value) == _json_type(e) for e in schema["enum"])
+    kind = schema.get("type")
+    if kind is None:
+        return True
+    kinds = kind if isinstance(kind, list) else [kind]
+    found = _json_type(value)
+    return found in kinds or (found == "integer" and "number" in kinds)
+
+
+def json_default(value: Any) -> Any:
+    """Return a default as JSON data (an Enum as its value); ValueError if it has none."""
+    if isinstance(value, enum.Enum):
+        return json_default(value.value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("not finite")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [json_default(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        try:
+            return sorted(json_default(item) for item in value)  # sorted, so the schema is stable
+        except TypeError as exc:
+            raise ValueError("a set of mixed types") from exc
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {key: json_default(item) for key, item in value.items()}
+    if attrs.has(type(value)):
+        fields = [f for f in attrs.fields(type(value)) if f.init]
+        return {_init_name(f): json_default(getattr(value, f.name)) for f in fields}
+    raise ValueError(f"{type(value).__name__} is not JSON")
+
+
+def _init_name(field: Any) -> str:
+    """Return the name ``__init__`` takes for an attrs field (``_x`` is ``x``)."""
+    return getattr(field, "alias", None) or field.name.lstrip("_")
+
+
+def _json_type(value: Any) -> Optional[str]:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    for kind, name in ((int, "integer"), (float, "number"), (str, "string"), (dict, "object"), (list, "array")):
+        if isinstance(value, kind):
+            return name
+    return "array" if isinstance(value, tuple) else None
+
+
+def _enum_schema(cls: type, where: str) -> Dict[str, Any]:
+    values = [member.value for member in cls]
+    return _enum_of(values, f"{where}, enum {cls.__qualname__}")
+
+
+def _enum_of(values: List[Any], where: str) -> Dict[str, Any]:
+    kinds = {_json_type(value) for value in values}
+    if not kinds <= {"null", "boolean", "integer", "number", "string"}:
+        raise TypeError(f"@tool needs enum values that are str, int, float, bool or None ({where})")
+    schema: Dict[str, Any] = {"enum": values}
+    if len(kinds) == 1:
+        schema = {"type": kinds.pop(), "enum": values}
+    return schema
+
+
+def _literal(args: Tuple[Any, ...], where: str) -> Tuple[Dict[str, Any], Converter]:
+    members = {arg.value: arg for arg in args if isinstance(arg, enum.Enum)}
+    values = [arg.value if isinstance(arg, enum.Enum) else arg for arg in args]
+    schema = _enum_of(values, f"{where}, Literal")
+    return schema, ((lambda value: members.get(value, value)) if members else None)
+
+
+def _each(convert: Converter, kind: type) -> Callable[[Any], Any]:
+    if convert is None:
+        return kind
+    return lambda value: kind(convert(item) for item in value)
+
+
+def _map_values(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: {key: convert(item) for key, item in value.items()}

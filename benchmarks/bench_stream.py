@@ -1,0 +1,268 @@
+"""Throughput of OpenAIProvider.chat_stream against a raw requests baseline.
+
+Run from the repository root::
+
+    python benchmarks/bench_stream.py [--chunks 20000] [--repeats 7] [--framing chunked|close]
+
+A local HTTP server on 127.0.0.1 (a thread of this process) serves one
+recorded-shape Chat Completions stream: a role chunk, content deltas of a few
+characters, the ``finish_reason`` chunk, the ``include_usage`` chunk with empty
+``choices``, then ``data: [DONE]``. Each SSE event is its own HTTP chunk, as a
+server flushing per token sends it; the whole body is built once and written
+with one ``sendall`` so the server thread costs almost nothing.
+
+Three readers, interleaved, each ``--repeats`` times after one warm-up:
+
+- ours: ``OpenAIProvider(...).chat_stream(request)``, counting every event;
+- raw iter_lines: ``requests.post(stream=True)`` + ``iter_lines()`` +
+  ``json.loads`` of each data line;
+- raw read+split: ``requests.post(stream=True)`` + 64 KiB ``iter_content``
+  reads split on newlines + ``json.loads`` of each data line.
+
+The common unit is wire chunks per second (one ``chat.completion.chunk`` = one
+chunk); the ratio compares ours with the faster raw reader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Dict, List, Tuple
+
+import requests
+
+from agcore_sync.llm.openai import OpenAIProvider
+from agcore_sync.llm.types import Message, MessageRequest
+
+#: Bound on waiting for the server thread to start and to stop.
+SERVER_TIMEOUT = 10.0
+
+#: The target the brief sets for ours / raw, in chunks per second.
+TARGET_RATIO = 0.6
+
+_WORDS = ["The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", ".", " É", "té", " 🙂", "\n"]
+
+
+def build_body(n_chunks: int, framing: str) -> Tuple[bytes, int]:
+    """Return the HTTP body bytes (chunk-framed if asked) and the number of JSON chunks in it."""
+    base = {
+        "id": "chatcmpl-BENCH0000000000000000000000",
+        "object": "chat.completion.chunk",
+        "created": 1741569952,
+        "model": "gpt-4o-mini-2024-07-18",
+        "system_fingerprint": "fp_06737a9306",
+        "service_tier": "default",
+    }
+
+    def chunk(choices, usage=None) -> bytes:
+        return b"data: " + json.dumps({**base, "choices": choices, "usage": usage}).encode() + b"\n\n"
+
+    def choice(delta, finish_reason=None):
+        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+
+    events: List[bytes] = [chunk(choice({"role": "assistant", "content": "", "refusal": None}))]
+    for i in range(n_chunks - 3):
+        events.append(chunk(choice({"content": _WORDS[i % len(_WORDS)]})))
+    events.append(chunk(choice({}, "stop")))
+    events.append(chunk([], usage={
+        "prompt_tokens": 20, "completion_tokens": n_chunks - 3, "total_tokens": n_chunks + 17,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                      "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+    }))
+    events.append(b"data: [DONE]\n\n")
+    n_json = len(events) - 1
+    if framing == "chunked":
+        body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+    else:
+        body = b"".join(events)
+    return body, n_json
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _BenchServer
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        if self.server.framing == "chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            self.wfile.write(self.server.body)
+        except OSError:
+            pass  # a reader that stopped early
+
+    def log_message(self, format, *args) -> None:
+        pass
+
+
+class _BenchServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, body: bytes, framing: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.body = body
+        self.framing = framing
+
+
+class ServerThread:
+    """Owns the server and the thread serving it; ``stop()`` shuts down and joins."""
+
+    def __init__(self, body: bytes, framing: str) -> None:
+        self.httpd = _BenchServer(body, framing)
+        self.port = self.httpd.server_address[1]
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-stream-server", daemon=True)
+
+    def _run(self) -> None:
+        self._ready.set()
+        self.httpd.serve_forever(poll_interval=0.1)
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._ready.wait(SERVER_TIMEOUT):
+            raise RuntimeError("benchmark server did not start")
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()  # also joins the (finished) connection threads
+        self._thread.join(SERVER_TIMEOUT)
+        if self._thread.is_alive():
+            raise RuntimeError("benchmark server thread did not stop")
+
+
+def read_ours(port: int) -> Tuple[int, int]:
+    """Stream through OpenAIProvider; return (events, wire chunks seen)."""
+    provider = OpenAIProvider(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", model="gpt-4o-mini")
+    request = MessageRequest(model=None, messages=(Message.user("Tell me a long story."),))
+    events = 0
+    try:
+        for _ in provider.chat_stream(request):
+            events += 1
+    finally:
+        provider.close()
+    return events, -1
+
+
+def _raw_request(port: int) -> requests.Response:
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Tell me a long story."}],
+            "stream": True, "stream_options": {"include_usage": True}}
+    response = requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, stream=True,
+                             headers={"Authorization": "Bearer x", "Accept": "text/event-stream"}, timeout=60)
+    response.raise_for_status()
+    return response
+
+
+def read_raw_lines(port: int) -> Tuple[int, int]:
+    """requests + iter_lines + json.loads per data line; return (0, chunks)."""
+    chunks = 0
+    with _raw_request(port) as response:
+        for line in response.iter_lines():
+            if line.startswith(b"data: "):
+                payload = line[6:]
+                if payload == b"[DONE]":
+                    break
+                json.loads(payload)
+                chunks += 1
+    return 0, chunks
+
+
+def read_raw_split(port: int) -> Tuple[int, int]:
+    """requests + 64 KiB reads split on newlines + json.loads per data line; return (0, chunks)."""
+    chunks = 0
+    rest = b""
+    done = False
+    with _raw_request(port) as response:
+        for block in response.iter_content(chunk_size=65536):
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                if line.startswith(b"data: "):
+                    payload = line[6:]
+                    if payload == b"[DONE]":
+                        done = True
+                        break
+                    json.loads(payload)
+                    chunks += 1
+            if done:
+                break
+    return 0, chunks
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=20_000, help="JSON chunks in the stream (default 20000)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed runs per reader (default 7)")
+    parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
+    args = parser.parse_args(argv)
+
+    body, n_json = build_body(args.chunks, args.framing)
+    server = ServerThread(body, args.framing)
+    server.start()
+    readers: Dict[str, Callable[[int], Tuple[int, int]]] = {
+        "ours (OpenAIProvider.chat_stream)": read_ours,
+        "raw requests iter_lines": read_raw_lines,
+        "raw requests read+split": read_raw_split,
+    }
+    times: Dict[str, List[float]] = {name: [] for name in readers}
+    counts: Dict[str, Tuple[int, int]] = {}
+    try:
+        for name, read in readers.items():  # warm-up: imports, first connection, caches
+            counts[name] = read(server.port)
+        for _ in range(args.repeats):
+            for name, read in readers.items():
+                start = time.perf_counter()
+                result = read(server.port)
+                times[name].append(time.perf_counter() - start)
+                if result != counts[name]:
+                    raise RuntimeError(f"{name}: counted {result}, the warm-up counted {counts[name]}")
+    finally:
+        server.stop()
+
+    for name, (_, raw_chunks) in counts.items():
+        if raw_chunks not in (-1, n_json):
+            raise RuntimeError(f"{name} saw {raw_chunks} chunks, the body has {n_json}")
+
+    print(f"stream: {n_json} chat.completion.chunk objects + [DONE], {len(body) / 1e6:.2f} MB, "
+          f"framing={args.framing}, {args.repeats} interleaved runs each, medians shown")
+    print(f"python {sys.version.split()[0]}, requests {requests.__version__}")
+    print()
+    header = f"{'reader':36s} {'median s':>9s} {'min s':>8s} {'chunks/s':>10s} {'events/s':>10s} {'events':>7s}"
+    print(header)
+    print("-" * len(header))
+    rates: Dict[str, float] = {}
+    for name in readers:
+        median = statistics.median(times[name])
+        rates[name] = n_json / median
+        events = counts[name][0]
+        ev_rate = f"{events / median:10.0f}" if events else f"{'-':>10s}"
+        ev_count = f"{events:7d}" if events else f"{'-':>7s}"
+        print(f"{name:36s} {median:9.4f} {min(times[name]):8.4f} {rates[name]:10.0f} {ev_rate} {ev_count}")
+    print()
+    ours = rates["ours (OpenAIProvider.chat_stream)"]
+    for name in ("raw requests iter_lines", "raw requests read+split"):
+        print(f"ratio ours / {name[4:]:24s} (chunks/s): {ours / rates[name]:.2f}")
+    best_raw = max(rates["raw requests iter_lines"], rates["raw requests read+split"])
+    ratio = ours / best_raw
+    verdict = "meets" if ratio >= TARGET_RATIO else "BELOW"
+    print(f"ratio ours / faster raw (chunks/s): {ratio:.2f}  ({verdict} the {TARGET_RATIO} target)")
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    print(f"peak RSS of this process: {peak_kb / 1024:.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
