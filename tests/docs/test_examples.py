@@ -1,0 +1,19 @@
+"""Every script in docs/examples runs as the docs show it."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+# Modules that define an app for a server rather than run as scripts; tested elsewhere.
+NOT_SCRIPTS = {"flask_app.py"}
+
+
+@pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.glob("*.py") if p.name not in NOT_SCRIPTS),
+                         ids=lambda p: p.name)
+def test_the_example_runs(path, capsys):
+    runpy.run_path(str(path), run_name="__main__")
+    assert capsys.readouterr().out.strip()
