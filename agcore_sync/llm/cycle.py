@@ -96,6 +96,12 @@ def render_system_prompt(system_prompt: Any) -> Optional[str]:
     return render()
 
 
+def _close(events: Iterator[StreamEvent]) -> None:
+    close = getattr(events, "close", None)
+    if close is not None:
+        close()
+
+
 class LlmCycle:
     """A conversation with one provider: history, requests, retries, hooks.
 
@@ -176,25 +182,30 @@ class LlmCycle:
         self.fire(HookEvent.POST_REQUEST, request=request, response=response)
         return response
 
+    def open_stream(self, request: MessageRequest, sleep: Sleep = time.sleep) -> Iterator[StreamEvent]:
+        """Fire PRE_REQUEST and open the provider's stream, with retry.
+
+        The caller fires POST_REQUEST when it sees ``MessageComplete`` and
+        must close the returned iterator.
+        """
+        self.fire(HookEvent.PRE_REQUEST, request=request)
+        if self.config.retry is None:
+            return self.provider.chat_stream(request)
+        return stream_with_retry(lambda: self.provider.chat_stream(request), self.config.retry, sleep)
+
     def stream_provider(self, request: MessageRequest, sleep: Sleep = time.sleep) -> Iterator[StreamEvent]:
         """Stream ``request`` with hooks and retry (only before the first event).
 
         POST_REQUEST fires after ``MessageComplete``.
         """
-        self.fire(HookEvent.PRE_REQUEST, request=request)
-        if self.config.retry is None:
-            events = self.provider.chat_stream(request)
-        else:
-            events = stream_with_retry(lambda: self.provider.chat_stream(request), self.config.retry, sleep)
+        events = self.open_stream(request, sleep)
         try:
             for event in events:
                 yield event
                 if isinstance(event, MessageComplete):
                     self.fire(HookEvent.POST_REQUEST, request=request, response=event.full_response)
         finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                close()
+            _close(events)
 
     # -- the four ways to submit ------------------------------------------------
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 from agcore_sync.hooks import HookEvent
 from agcore_sync.llm.events import (
     CostUpdate,
+    MessageComplete,
+    MessageStart,
     PartialMessageResponse,
     StreamEvent,
     ToolExecutionCompleted,
@@ -164,19 +166,38 @@ class ToolLoop:
         return response
 
     def _request_stream(self, request: MessageRequest) -> MessageResponse:
-        partial = PartialMessageResponse()
-        events = self.cycle.stream_provider(request, sleep=self.cancel.wait)
+        # The hot path of a stream: per event only flag and type checks and
+        # the hand-off. The response comes whole with MessageComplete; the
+        # events are kept to rebuild it for a provider that sends none.
+        events = self.cycle.open_stream(request, sleep=self.cancel.wait)
+        seen: List[StreamEvent] = []
+        keep, emit, cancelled = seen.append, self.emit, self.cancel.is_set
+        complete: Optional[MessageResponse] = None
+        model = request.model or self.cycle.provider.model
         try:
             for event in events:
-                if self.cancel.is_set():
+                if cancelled():
                     raise Cancelled()
-                partial.apply(event)
-                if isinstance(event, CostUpdate):
-                    model = partial.model or request.model or self.cycle.provider.model
-                    self.usage_by_model.append((event.usage, model))
-                self.emit(event)  # type: ignore[misc]
+                keep(event)
+                kind = type(event)
+                if kind is MessageComplete:
+                    complete = event.full_response  # type: ignore[attr-defined]
+                elif kind is CostUpdate:
+                    self.usage_by_model.append((event.usage, model))  # type: ignore[attr-defined]
+                elif kind is MessageStart:
+                    model = event.model or model  # type: ignore[attr-defined]
+                emit(event)  # type: ignore[misc]
+                if kind is MessageComplete:
+                    self.cycle.fire(HookEvent.POST_REQUEST, request=request, response=complete)
         finally:
-            events.close()  # closes the HTTP response, also on cancel
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()  # closes the HTTP response, also on cancel
+        if complete is not None:
+            return complete
+        partial = PartialMessageResponse()
+        for event in seen:
+            partial.apply(event)
         return partial.finalize()
 
     # -- tools ----------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 The stream owns exactly one thread, ``agcore-stream-<n>``, started by the
 constructor. The worker runs a :class:`~agcore_sync.llm.tool_loop.ToolLoop`
-with ``chat_stream`` and puts every event on a ``queue.Queue``; it never
+with ``chat_stream`` and puts every event on a channel (a deque); it never
 waits for the consumer except when ``max_buffered_events`` bounds the queue.
 Any failure, even a bug in the loop, becomes a final
 :class:`~agcore_sync.llm.events.Error` event: nothing escapes the iterator.
@@ -23,11 +23,11 @@ gets the user message and every complete round.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
-import queue
 import threading
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Deque, Iterator, Optional, Tuple
 
 from agcore_sync.llm.events import Error, StreamEvent
 from agcore_sync.llm.tool_loop import Cancelled, ToolLoop
@@ -41,10 +41,10 @@ __all__ = ["ToolLoopStream"]
 
 logger = logging.getLogger("agcore_sync.stream")
 
-#: How often a blocked producer or consumer re-checks the cancel Event (seconds).
-#: Only matters while the queue is full or empty; a put or get that can
-#: proceed never waits.
-CANCEL_POLL = 0.05
+#: Safety net of every blocking wait in a stream (seconds). Waits are woken
+#: at once by the other side or by ``close()``; this bound only limits how
+#: long a missed wake-up could last.
+WAIT_POLL = 0.5
 
 #: How long the thread that ends the stream waits for the worker to exit.
 #: The worker normally has already exited (it puts the end marker last);
@@ -55,6 +55,74 @@ _DONE = object()
 _numbers = itertools.count(1)
 
 
+class _Channel:
+    """The event hand-off from the worker (and tool threads) to the consumer.
+
+    A deque plus one Condition: a put is an append, a get a popleft, and the
+    Condition is touched only when a side actually sleeps. Under CPython the
+    producer keeps the GIL while the consumer wakes, so events pile up and
+    the consumer drains them in bursts instead of paying a wake-up each.
+    ``maxsize`` bounds it approximately (several tool threads may put at
+    once); a put on a full channel waits until the consumer takes one or
+    the cancel Event is set.
+    """
+
+    __slots__ = ("_items", "_maxsize", "_cond", "_cancel", "_consumer_waits", "_producer_waits")
+
+    def __init__(self, maxsize: int, cancel: threading.Event) -> None:
+        self._items: Deque[Any] = collections.deque()
+        self._maxsize = maxsize
+        self._cond = threading.Condition(threading.Lock())
+        self._cancel = cancel
+        self._consumer_waits = False
+        self._producer_waits = False
+
+    def put(self, item: Any) -> None:
+        """Append ``item``; under backpressure wait, but give up once cancelled."""
+        items = self._items
+        if self._maxsize and len(items) >= self._maxsize:
+            with self._cond:
+                while len(items) >= self._maxsize:
+                    if self._cancel.is_set():
+                        return
+                    self._producer_waits = True
+                    self._cond.wait(WAIT_POLL)
+                self._producer_waits = False
+        items.append(item)
+        if self._consumer_waits:
+            with self._cond:
+                self._cond.notify_all()
+
+    def get(self) -> Any:
+        """Return the next item; ``_DONE`` once cancelled and empty."""
+        items = self._items
+        while True:
+            if items:
+                item = items.popleft()
+                if self._producer_waits:
+                    with self._cond:
+                        self._cond.notify_all()
+                return item
+            if self._cancel.is_set():
+                return _DONE
+            with self._cond:
+                self._consumer_waits = True
+                if not items and not self._cancel.is_set():
+                    self._cond.wait(WAIT_POLL)
+                self._consumer_waits = False
+
+    def wake(self) -> None:
+        """Wake whichever side is waiting."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def clear_and_wake(self) -> None:
+        """Drop what is queued and wake both sides (used by ``close()``)."""
+        self._items.clear()
+        with self._cond:
+            self._cond.notify_all()
+
+
 class _Worker:
     """The worker's side of a stream.
 
@@ -62,22 +130,14 @@ class _Worker:
     collected (and closed) while the worker runs.
     """
 
-    def __init__(self, loop: ToolLoop, prompt: str, events: queue.Queue, cancel: threading.Event) -> None:
+    def __init__(self, loop: ToolLoop, prompt: str, channel: _Channel, cancel: threading.Event) -> None:
         self.loop = loop
         self.prompt = prompt
-        self.events = events
+        self.channel = channel
         self.cancel = cancel
 
-    def put(self, item: Any) -> None:
-        """Queue ``item``; under backpressure wait, but give up once cancelled."""
-        while not self.cancel.is_set():
-            try:
-                self.events.put(item, timeout=CANCEL_POLL)
-                return
-            except queue.Full:
-                continue
-
     def run(self) -> None:
+        put = self.channel.put
         try:
             self.loop.run(self.prompt)
         except Cancelled:
@@ -85,9 +145,9 @@ class _Worker:
         except BaseException as exc:  # noqa: BLE001 - delivered as a value, never lost
             if not self.cancel.is_set():
                 logger.debug("tool loop ended with %s", type(exc).__name__, exc_info=True)
-                self.put(Error(f"{type(exc).__name__}: {exc}", exc))
+                put(Error(f"{type(exc).__name__}: {exc}", exc))
         finally:
-            self.put(_DONE)
+            put(_DONE)
 
 
 class ToolLoopStream:
@@ -111,11 +171,10 @@ class ToolLoopStream:
         if max_buffered_events is not None and max_buffered_events < 1:
             raise ValueError(f"max_buffered_events must be None or at least 1, got {max_buffered_events}")
         self._cycle = cycle
-        self._events: queue.Queue = queue.Queue(maxsize=max_buffered_events or 0)
         self._cancel = threading.Event()
-        self._loop = ToolLoop(cycle, registry, cancel=self._cancel)
-        worker = _Worker(self._loop, prompt, self._events, self._cancel)
-        self._loop.emit = worker.put
+        self._channel = _Channel(max_buffered_events or 0, self._cancel)
+        self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel)
+        worker = _Worker(self._loop, prompt, self._channel, self._cancel)
         self._end_lock = threading.Lock()
         self._ended = False
         self._iterating = False
@@ -136,30 +195,23 @@ class ToolLoopStream:
         if self._cancel.is_set():  # closed from another thread: this step ends it
             self._end()
             raise StopIteration
-        self._iterating = True
-        try:
-            item = self._next_item()
-        finally:
-            self._iterating = False
+        items = self._channel._items
+        if items:  # the common case: the worker is ahead, no waiting
+            item = items.popleft()
+            if self._channel._producer_waits:
+                self._channel.wake()
+        else:
+            self._iterating = True
+            try:
+                item = self._channel.get()
+            finally:
+                self._iterating = False
         if item is _DONE:
             self._end()
             raise StopIteration
-        if isinstance(item, Error):
+        if type(item) is Error:
             self.error = item.error
         return item
-
-    def _next_item(self) -> Any:
-        get = self._events.get
-        try:
-            return get(block=False)
-        except queue.Empty:
-            pass
-        while not self._cancel.is_set():
-            try:
-                return get(timeout=CANCEL_POLL)
-            except queue.Empty:
-                continue
-        return _DONE
 
     # -- ending ---------------------------------------------------------------
 
@@ -172,17 +224,9 @@ class ToolLoopStream:
         if self._ended:
             return
         self._cancel.set()
-        self._drain()
+        self._channel.clear_and_wake()
         if not self._iterating:
             self._end()
-
-    def _drain(self) -> None:
-        # Frees a worker blocked on a full queue at once.
-        try:
-            while True:
-                self._events.get_nowait()
-        except queue.Empty:
-            pass
 
     def _end(self) -> None:
         with self._end_lock:
