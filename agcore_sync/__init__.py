@@ -30,6 +30,10 @@ _EXPORTS: Dict[str, str] = {
     "Hooks": "agcore_sync.hooks",
     "AnthropicProvider": "agcore_sync.llm.anthropic",
     "Pricing": "agcore_sync.llm.cost",
+    "PromptTemplate": "agcore_sync.prompt.template",
+    "PromptBuilder": "agcore_sync.prompt.builder",
+    "PromptBundle": "agcore_sync.prompt.bundle",
+    "PromptError": "agcore_sync.prompt.errors",
     "CycleConfig": "agcore_sync.llm.cycle",
     "LlmCycle": "agcore_sync.llm.cycle",
     "ContentBlockEnd": "agcore_sync.llm.events",
@@ -166,6 +170,10 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolUseBlock,
         Usage,
     )
+    from agcore_sync.prompt.builder import PromptBuilder  # noqa: F401
+    from agcore_sync.prompt.bundle import PromptBundle  # noqa: F401
+    from agcore_sync.prompt.errors import PromptError  # noqa: F401
+    from agcore_sync.prompt.template import PromptTemplate  # noqa: F401
     from agcore_sync.tools.base import BaseTool  # noqa: F401
     from agcore_sync.tools.error import (  # noqa: F401
         InvalidArgumentsError,

@@ -15,7 +15,7 @@ The tree, with the module that defines each branch::
     |   +-- MaxToolTurnsExceeded
     +-- ToolError                    tools/error.py (recoverable flag)
     +-- HookError                    hooks.py
-    +-- PromptError                  prompt/
+    +-- PromptError                  prompt/errors.py
     +-- AgentError                   agent/errors.py
 
 Catch ``AgcoreError`` to catch everything the library raises on purpose.
