@@ -161,7 +161,8 @@ def main() -> None:
     print(table([f"hand-off latency, one event every {PacedProvider.PACE_S * 1e6:.0f} us", "us"], [
         ("p50", statistics.median(lat)), ("p99", lat[int(len(lat) * 0.99)]), ("events measured", str(len(lat)))]))
     print()
-    print(table(["threads per stream", "count"], [("while open", str(open_threads)), ("after close", str(after_close))]))
+    print(table(["threads per stream", "count"],
+                [("while open", str(open_threads)), ("after close", str(after_close))]))
 
 
 if __name__ == "__main__":

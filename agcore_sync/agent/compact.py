@@ -112,6 +112,9 @@ class CompactConfig:
         if self.strategy == "summarize" and provider is not None and droppable:
             dropped = [m for unit in units[:droppable] for m in unit]
             rest = [m for unit in units[droppable:] for m in unit]
+            reused = self._reuse_summary(request, dropped, rest)
+            if reused is not None:
+                return reused
             candidate = attrs.evolve(request, messages=(self._summary(request, dropped, provider), *rest))
             if self.count(candidate) <= self.max_context_tokens:
                 return candidate
@@ -127,6 +130,18 @@ class CompactConfig:
             f"max_context_tokens={self.max_context_tokens} without dropping the system prompt or the "
             f"newest {self.keep_last_messages} messages; nothing was sent"
         )
+
+    def _reuse_summary(self, request: MessageRequest, dropped: List[Message],
+                       rest: List[Message]) -> Optional[MessageRequest]:
+        # The history grows by a round per call, so the messages to drop
+        # grow too: while they still start with the ones already summarised,
+        # keep that summary and send the newer messages as they are, if that fits.
+        for prefix, summary in self._summaries.values():
+            if len(prefix) <= len(dropped) and dropped[:len(prefix)] == prefix:
+                candidate = attrs.evolve(request, messages=(summary, *dropped[len(prefix):], *rest))
+                if self.count(candidate) <= self.max_context_tokens:
+                    return candidate
+        return None
 
     def _summary(self, request: MessageRequest, dropped: List[Message], provider: LlmProvider) -> Message:
         # The history is not changed, so the same old messages come back on

@@ -91,7 +91,9 @@ class AgentSession:
         self._turn_lock = threading.Lock()
         self._turn_open = False
         self._stream: Optional[weakref.ref] = None
-        self._last_response: Optional[MessageResponse] = None
+        # The final responses of ended turns, by identity, so finalize_turn()
+        # on any of them is a no-op (weak: the session does not keep them alive).
+        self._ended_responses: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
     def __repr__(self) -> str:
         return (f"AgentSession(provider={self.provider!r}, turn_index={self.turn_index}, "
@@ -175,7 +177,8 @@ class AgentSession:
                 self._cost = None if price is None or self._cost is None else self._cost + price.cost(usage)
             if append_messages:
                 self._cycle.extend_messages(loop.new_messages)
-            self._last_response = loop.final_response
+            if loop.final_response is not None:
+                self._ended_responses[id(loop.final_response)] = loop.final_response
             self._cycle.fire(HookEvent.ON_TURN_END, response=loop.final_response)
         finally:
             self.turn_index += 1
@@ -234,9 +237,11 @@ class AgentSession:
         if stream is not None and not stream.closed:
             stream.close()
             return
-        if self._turn_open or response is self._last_response:
+        if self._turn_open or self._ended_responses.get(id(response)) is response:
             return
-        self._start_turn()
+        self._slots.writable_current()
+        self._cycle._history = self._slots.current.messages
+        self._cycle.turn_index = self.turn_index
         loop = ToolLoop(self._cycle, self.registry)
         loop.final_response = response
         loop.usage_by_model = [(response.usage, response.model)]

@@ -209,13 +209,22 @@ class ToolLoop:
                 emit(ToolExecutionStarted(call.name, call.id, _arguments_json(call)))
         outcomes: List[Optional[ToolInvocation]] = [None] * len(calls)
         to_run: List[int] = []
-        for i, call in enumerate(calls):
-            refusal = self._guard.refuse(call) or self._pre_tool_use(call)
-            if refusal is None:
-                to_run.append(i)
-            else:
-                outcomes[i] = self._finish(call, ToolInvocation(call.name, call.input, error=refusal,
-                                                                tool_call_id=call.id), reached_registry=False)
+        try:
+            for i, call in enumerate(calls):
+                refusal = self._guard.refuse(call) or self._pre_tool_use(call)
+                if refusal is None:
+                    to_run.append(i)
+                else:
+                    outcomes[i] = self._finish(call, ToolInvocation(call.name, call.input, error=refusal,
+                                                                    tool_call_id=call.id), reached_registry=False)
+        except BaseException as exc:
+            # A PRE_TOOL_USE hook failed: no tool of this round runs, and every
+            # Started still gets its Completed before the Error.
+            if emit is not None:
+                for call, outcome in zip(calls, outcomes):
+                    if outcome is None:
+                        emit(ToolExecutionCompleted(call.name, call.id, f"not run: {exc}"[:SUMMARY_CHARS], True, 0.0))
+            raise
         if to_run:
             self._check_cancel()
             batch = [(calls[i].id, calls[i].name, calls[i].input) for i in to_run]

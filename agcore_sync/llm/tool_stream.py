@@ -82,12 +82,16 @@ class _Channel:
         items = self._items
         if self._maxsize and len(items) >= self._maxsize:
             with self._cond:
-                while len(items) >= self._maxsize:
-                    if self._cancel.is_set():
-                        return
+                while True:
+                    # The flag goes up before the check: a consumer that takes
+                    # an item after the check sees it and wakes us.
                     self._producer_waits = True
+                    if len(items) < self._maxsize or self._cancel.is_set():
+                        break
                     self._cond.wait(WAIT_POLL)
                 self._producer_waits = False
+            if self._cancel.is_set():
+                return
         items.append(item)
         if self._consumer_waits:
             with self._cond:
@@ -175,7 +179,11 @@ class ToolLoopStream:
         self._channel = _Channel(max_buffered_events or 0, self._cancel)
         self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel)
         worker = _Worker(self._loop, prompt, self._channel, self._cancel)
-        self._end_lock = threading.Lock()
+        # Held for the whole end, so a thread that finds the stream ending
+        # (a consumer's next(), a close()) returns only once it has ended;
+        # reentrant for a hook that closes the stream while the turn ends.
+        self._end_lock = threading.RLock()
+        self._ending = False
         self._ended = False
         self._iterating = False
         self.new_messages: Tuple[Message, ...] = ()
@@ -230,17 +238,20 @@ class ToolLoopStream:
 
     def _end(self) -> None:
         with self._end_lock:
-            if self._ended:
+            if self._ending:
                 return
-            self._ended = True
-        self._thread.join(WORKER_JOIN_TIMEOUT)
-        if self._thread.is_alive():
-            logger.debug("%s still finishing its running step after close", self._thread.name)
-        loop = self._loop
-        self.new_messages = tuple(loop.new_messages)
-        self.final_response = loop.final_response
-        self._cycle.extend_messages(self.new_messages)
-        self._on_end()
+            self._ending = True
+            try:
+                self._thread.join(WORKER_JOIN_TIMEOUT)
+                if self._thread.is_alive():
+                    logger.debug("%s still finishing its running step after close", self._thread.name)
+                loop = self._loop
+                self.new_messages = tuple(loop.new_messages)
+                self.final_response = loop.final_response
+                self._cycle.extend_messages(self.new_messages)
+                self._on_end()
+            finally:
+                self._ended = True
 
     def _on_end(self) -> None:
         """Run once when the stream ends; subclasses finish their turn here."""
