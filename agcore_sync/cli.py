@@ -1,49 +1,191 @@
 """The ``agcore-sync`` command (also ``python -m agcore_sync``).
 
-``agcore-sync demo`` streams an answer from the built-in scripted demo model
-to the terminal: no key and no network needed. This module is the only
-place that prints; the library itself logs.
+- ``agcore-sync demo``: one streaming, tool-using turn. With no options it
+  runs on the built-in scripted demo model (no key, no network); with
+  ``--provider openai|anthropic --model M [--base-url URL]`` the same question
+  and tools go to a real endpoint, the key read from ``OPENAI_API_KEY`` /
+  ``ANTHROPIC_API_KEY``. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
+  tools of an MCP server started over stdio.
+- ``agcore-sync chat``: an interactive session (see :mod:`agcore_sync._chat`).
+
+Failures (a missing key, an unreachable URL, an MCP server that does not
+start, any :class:`~agcore_sync.errors.AgcoreError`) are one line on stderr
+and a non-zero exit status: 2 for a usage mistake, 1 for a failure, 130
+after Ctrl-C. ``--debug`` shows library logs and lets unexpected errors
+raise with their traceback.
+
+The command-line modules (this one, ``_chat``, ``_console``) are the only
+places that print; the library itself logs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 from typing import List, Optional, TextIO
 
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
-from agcore_sync.llm.events import CostUpdate, TextDelta
-from agcore_sync.llm.mock import MockProvider
+from agcore_sync._console import EventPrinter, TurnOutcome, one_line, run_turn
+from agcore_sync._demo import DEMO_QUESTION
+from agcore_sync._setup import CliError, Setup, build
+from agcore_sync.errors import AgcoreError
 
-__all__ = ["main", "DEMO_ANSWER"]
+__all__ = ["main"]
 
-#: What the scripted demo model answers. It is a demo model, not a fake of a real one.
-DEMO_ANSWER = (
-    "Hello from agcore_sync! This answer comes from the built-in scripted demo model and reaches you "
-    "as a plain Python generator of stream events, one TextDelta at a time. Point the library at a real "
-    "provider with OpenAIProvider or AnthropicProvider to talk to a real model."
-)
+#: Exit status after Ctrl-C, as shells report a SIGINT death.
+EXIT_INTERRUPTED = 130
+
+#: The most of an MCP server's last stderr lines an error line shows, in characters.
+MAX_STDERR_SHOWN = 300
+
+_PROG = "agcore-sync"
 
 
-def run_demo(out: TextIO) -> int:
-    """Stream the demo model's answer to ``out``; return the exit status."""
-    cycle = LlmCycle(MockProvider([MockProvider.text(DEMO_ANSWER)], model="demo-model"), CycleConfig())
-    out.write("you> Say hello.\nassistant> ")
-    for event in cycle.submit_stream("Say hello."):
-        if isinstance(event, TextDelta):
-            out.write(event.text)
-            out.flush()
-        elif isinstance(event, CostUpdate):
-            out.write(f"\n[{event.usage.total_tokens} tokens]\n")
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    model = common.add_argument_group("model")
+    model.add_argument("--provider", choices=("openai", "anthropic"),
+                       help="a real provider (default: the built-in scripted demo model)")
+    model.add_argument("--model", help="the model name, required with --provider")
+    model.add_argument("--base-url", help="the API root, e.g. http://localhost:11434/v1 for Ollama "
+                                          "(OpenAI URLs include /v1; a local server needs no key)")
+    model.add_argument("--timeout", type=_positive_float, default=60.0,
+                       help="seconds to connect and per read (default 60)")
+    model.add_argument("--retries", type=_count, default=2, help="retries of a failed provider call (default 2)")
+    tools = common.add_argument_group("tools")
+    tools.add_argument("--mcp", action="append", default=[], metavar='"COMMAND ARGS"',
+                       help="start an MCP server over stdio and add its tools (repeatable)")
+    tools.add_argument("--mcp-timeout", type=_positive_float, default=30.0,
+                       help="seconds an MCP server may take to answer (default 30)")
+    tools.add_argument("--no-demo-tools", action="store_true",
+                       help="leave out the demo tools (add, multiply, word_count, utc_now, sleep_ms)")
+    common.add_argument("--system", help="a system prompt")
+    common.add_argument("--debug", action="store_true", help="show library logs and tracebacks")
+
+    parser = argparse.ArgumentParser(prog=_PROG, description="agcore_sync: a synchronous core for LLM agents.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,chat}")
+    demo = commands.add_parser("demo", parents=[common], help="run one streaming, tool-using turn",
+                               description="Run one streaming, tool-using turn and print it as it happens.")
+    demo.add_argument("--question", default=DEMO_QUESTION, help="what to ask (default: a question for the tools)")
+    commands.add_parser("chat", parents=[common], help="an interactive session with tools",
+                        description="An interactive session: type a message, or /help for the commands.")
+    return parser
+
+
+def _configure_output() -> None:
+    # A model may answer in any script; never die on a terminal that cannot show it.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
+
+
+def _configure_logging(debug: bool) -> None:
+    logger = logging.getLogger("agcore_sync")
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+    elif not logger.handlers:
+        # Without a handler, warnings would go to stderr through logging's
+        # last resort and break the one-line error contract.
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
+def _fail(err: TextIO, message: str) -> None:
+    err.write(f"{_PROG}: error: {one_line(message)}\n")
+    err.flush()
+
+
+def _describe(exc: AgcoreError) -> str:
+    """Return the one-line message for a failure, with the end of an MCP server's stderr if it has one."""
+    message = f"{type(exc).__name__}: {exc}"
+    tail = one_line(getattr(exc, "stderr_tail", None) or "")
+    if tail:
+        if len(tail) > MAX_STDERR_SHOWN:
+            tail = "..." + tail[-(MAX_STDERR_SHOWN - 3):]
+        message += f" (server stderr: {tail})"
+    return message
+
+
+def run_demo(setup: Setup, question: str, out: TextIO, err: TextIO) -> int:
+    """Run the demo turn on ``setup`` and print it; return the exit status."""
+    out.write(f"{_PROG} demo: {setup.description}\n")
+    out.write(f"tools: {', '.join(sorted(setup.registry.list_tools())) or '(none)'}\n")
+    for note in setup.notes:
+        out.write(note + "\n")
+    out.write("\n")
+    out.write(f"you> {question}\n")
+    out.flush()
+    session = setup.new_session()
+    printer = EventPrinter(out, spinner=out.isatty())
+    outcome = run_turn(session, question, printer, setup.interrupt)
+    if outcome is TurnOutcome.CANCELLED:
+        printer.note("[cancelled] the turn was stopped")
+        return EXIT_INTERRUPTED
+    if outcome is TurnOutcome.FAILED:
+        _fail(err, setup.explain(printer.error or "the turn failed", printer.exception))
+        return 1
+    usage = session.cost_so_far
+    cost = "unknown (no price for this model)" if session.cost_usd is None else f"${session.cost_usd:.6f}"
+    printer.note(f"[usage] {usage.prompt_tokens} tokens in, {usage.completion_tokens} out; cost {cost}")
     return 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run the command line; return the exit status."""
-    parser = argparse.ArgumentParser(prog="agcore-sync", description="agcore_sync command line")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="stream an answer from the built-in demo model")
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return run_demo(sys.stdout)
-    return 2  # pragma: no cover - argparse refuses unknown commands first
+    """Run the command line; return the exit status.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        0 on success, 1 on a failure, 2 on a usage mistake, 130 after Ctrl-C.
+
+    .. versionadded:: 0.1.0
+    """
+    args = _parser().parse_args(argv)
+    _configure_output()
+    _configure_logging(args.debug)
+    out, err = sys.stdout, sys.stderr
+    try:
+        with contextlib.ExitStack() as stack:
+            setup = build(args, stack)
+            if args.command == "demo":
+                return run_demo(setup, args.question, out, err)
+            from agcore_sync._chat import ChatRepl
+
+            return ChatRepl(setup, out, err).run()
+    except CliError as exc:
+        _fail(err, str(exc))
+        return exc.exit_code
+    except AgcoreError as exc:
+        _fail(err, _describe(exc))
+        return 1
+    except KeyboardInterrupt:
+        _fail(err, "interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if args.debug:
+            raise
+        _fail(err, f"unexpected {type(exc).__name__}: {exc} (run with --debug to see the traceback)")
+        return 1

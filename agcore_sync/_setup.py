@@ -1,0 +1,178 @@
+"""What ``agcore-sync demo`` and ``chat`` build from their arguments.
+
+The provider (the demo model, or OpenAI / Anthropic with the key from the
+environment), the tool registry (the demo tools and every ``--mcp`` server's
+tools) and the session. Mistakes the user can fix are :class:`CliError`,
+which the command line prints as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+from typing import Any, List, Optional, Sequence
+
+from agcore_sync._demo import DEMO_MODEL, DEMO_PRICING, DemoProvider, TurnInterrupt, demo_tools
+from agcore_sync.agent.session import AgentSession
+from agcore_sync.llm.cycle import CycleConfig
+from agcore_sync.llm.provider import LlmConnectionError, LlmProvider, LlmTimeoutError
+from agcore_sync.llm.retry import RetryConfig
+from agcore_sync.tools.registry import ToolRegistry
+
+__all__ = ["CliError", "Setup", "build"]
+
+#: Longest an ``--mcp`` server name (its command line) is shown in errors, in characters.
+MAX_SERVER_NAME = 60
+
+_KEYS = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+
+
+class CliError(Exception):
+    """A mistake in the command line or its environment, reported as one line.
+
+    Args:
+        message: what is wrong and what to do.
+        exit_code: the process exit status (2: usage, 1: a failure).
+    """
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Setup:
+    """The pieces a command runs with; everything closes with the ExitStack given to :func:`build`.
+
+    Attributes:
+        provider: the model.
+        registry: the tools.
+        config: the cycle settings.
+        pricing: the prices (the demo model's zero price, or None for the built-in table).
+        interrupt: what the demo tools wait on; fired when a turn is cancelled.
+        description: a short line naming the model and where it runs.
+        system_prompt: the system prompt, or None.
+        endpoint: the provider's base URL, or None for the demo model.
+        notes: lines worth telling the user before starting (renamed tools).
+    """
+
+    def __init__(self, provider: LlmProvider, registry: ToolRegistry, config: CycleConfig, pricing: Any,
+                 interrupt: TurnInterrupt, description: str, system_prompt: Optional[str],
+                 endpoint: Optional[str] = None, notes: Sequence[str] = ()) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.config = config
+        self.pricing = pricing
+        self.interrupt = interrupt
+        self.description = description
+        self.system_prompt = system_prompt
+        self.endpoint = endpoint
+        self.notes: List[str] = list(notes)
+
+    def explain(self, message: str, exception: Optional[BaseException]) -> str:
+        """Return a turn's failure ``message``, naming the endpoint when it could not be reached."""
+        if self.endpoint is not None and isinstance(exception, (LlmConnectionError, LlmTimeoutError)):
+            return f"could not reach {self.endpoint}: {message}"
+        return message
+
+    def new_session(self) -> AgentSession:
+        """Return a fresh session over these pieces."""
+        return AgentSession(self.provider, self.config, self.registry, self.system_prompt, pricing=self.pricing)
+
+    def load_session(self, data: Any) -> AgentSession:
+        """Rebuild a saved session; it continues with this command's model and settings."""
+        if not isinstance(data, dict):
+            raise CliError("a saved session is a JSON object; this file holds something else", 1)
+        data = dict(data)
+        data["config"] = self.config.to_dict()
+        return AgentSession.from_dict(data, provider=self.provider, registry=self.registry, pricing=self.pricing)
+
+
+def build(args: argparse.Namespace, stack: contextlib.ExitStack) -> Setup:
+    """Build the provider, tools and settings the arguments ask for.
+
+    Args:
+        args: the parsed command line (``provider``, ``model``, ``base_url``,
+            ``timeout``, ``retries``, ``mcp``, ``no_demo_tools``, ``system``).
+        stack: closes the provider, the registry and the MCP clients.
+
+    Raises:
+        CliError: a missing key or model, a bad ``--mcp`` value.
+        AgcoreError: an MCP server failed to start or to answer.
+    """
+    provider, description, pricing = _provider(args, stack)
+    endpoint = getattr(provider, "base_url", None) if args.provider is not None else None
+    interrupt = TurnInterrupt()
+    registry = ToolRegistry()
+    stack.callback(registry.close)
+    if not args.no_demo_tools:
+        registry.register_all(demo_tools(interrupt))
+    notes: List[str] = []
+    for number, spec in enumerate(args.mcp, 1):
+        _add_mcp_server(spec, number, registry, stack, args.mcp_timeout, notes)
+    config = CycleConfig(model=args.model or DEMO_MODEL, retry=RetryConfig(max_retries=args.retries))
+    return Setup(provider, registry, config, pricing, interrupt, description, args.system, endpoint, notes)
+
+
+def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
+    if args.provider is None:
+        if args.model or args.base_url:
+            raise CliError("--model and --base-url need --provider openai or --provider anthropic")
+        return DemoProvider(), "the built-in scripted demo model (no key, no network)", DEMO_PRICING
+    key_name, url_name = _KEYS[args.provider]
+    if not args.model:
+        example = "gpt-4o-mini" if args.provider == "openai" else "claude-sonnet-4-5"
+        raise CliError(f"--provider {args.provider} needs --model (for example --model {example})")
+    base_url = args.base_url or os.environ.get(url_name) or None
+    if not os.environ.get(key_name) and base_url is None:
+        raise CliError(f"--provider {args.provider} needs {key_name} in the environment "
+                       "(or --base-url for a local server that needs no key)")
+    if args.provider == "openai":
+        from agcore_sync.llm.openai import OpenAIProvider
+
+        provider: Any = OpenAIProvider(args.model, base_url=base_url, timeout=args.timeout)
+    else:
+        from agcore_sync.llm.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(args.model, base_url=base_url, timeout=args.timeout)
+    stack.callback(provider.close)
+    return provider, f"{args.model} via {args.provider} at {provider.base_url}", None
+
+
+def _add_mcp_server(spec: str, number: int, registry: ToolRegistry, stack: contextlib.ExitStack, timeout: float,
+                    notes: List[str]) -> None:
+    """Start one ``--mcp`` server over stdio and register its tools.
+
+    Tools whose names clash with tools already loaded (the demo set has an
+    ``add``, as has ``server-everything``) make the server's tools
+    prefixed ``mcp<number>_``, with a note saying so.
+    """
+    try:
+        argv: List[str] = shlex.split(spec)
+    except ValueError as exc:
+        raise CliError(f"--mcp {spec!r} is not a valid command line: {exc}") from exc
+    if not argv:
+        raise CliError("--mcp needs a command, for example --mcp \"npx -y @modelcontextprotocol/server-everything\"")
+    try:
+        from agcore_sync.tools.mcp import McpClient, StdioTransport
+    except ImportError as exc:  # pragma: no cover - only while the package is incomplete
+        raise CliError(f"MCP support is not available in this installation: {exc}", 1) from exc
+    name = " ".join([os.path.basename(argv[0]), *argv[1:]])
+    if len(name) > MAX_SERVER_NAME:
+        name = name[:MAX_SERVER_NAME - 3] + "..."
+    client = McpClient(name, StdioTransport(argv[0], argv[1:]), timeout=timeout)
+    stack.enter_context(client)  # connects; closed (server stopped) when the command ends
+    tools = client.into_tools()
+    clashes = sorted(tool.name for tool in tools if registry.get(tool.name) is not None)
+    if clashes:
+        # Keep every tool callable: this server's tools get a prefix of their own.
+        prefix = f"mcp{number}_"
+        tools = client.into_tools(prefix)
+        taken = sorted(tool.name for tool in tools if registry.get(tool.name) is not None)
+        if taken:
+            raise CliError(f"MCP server {name!r} has tools named like tools already loaded: {', '.join(taken)} "
+                           "(use --no-demo-tools, or leave out one of the servers)", 1)
+        notes.append(f"note: the tools of MCP server {name!r} are named {prefix}<name>, since "
+                     f"{', '.join(clashes)} clashed with tools already loaded")
+    registry.register_all(tools)

@@ -1,0 +1,354 @@
+"""A local HTTP server that streams scripted responses, for tests that need real sockets.
+
+``responses`` mocks ``requests`` above the socket, so it cannot show *when*
+bytes reach the caller. This server can: each scripted response is a list of
+steps, and a step is either bytes (written and flushed at once) or a
+``threading.Event`` the handler waits on before going on. A test that sets
+the Event only after it has seen the first parsed event proves delivery is
+incremental without any timing.
+
+Use the fixture from a test module (``tests/conftest.py`` does not import it).
+``tests`` is a namespace package (no ``tests/__init__.py``: other test
+modules rely on ``tests/`` itself being on ``sys.path``), so this import needs
+the repository root on ``sys.path``, as ``python -m pytest`` run from the root
+(the way ``.ci/run`` runs the suite) gives::
+
+    from tests.support.stream_server import stream_server  # noqa: F401
+
+    def test_something(stream_server):
+        release = threading.Event()
+        stream_server.add_response([b"data: 1\\n\\n", release, b"data: 2\\n\\n"])
+        ...  # talk to stream_server.url
+
+Ownership and lifecycle: :class:`StreamServer` owns one serving thread and
+one thread per connection (all daemons, so a stuck socket can never keep the
+interpreter alive); :meth:`StreamServer.stop` shuts the loop down, closes the
+socket and joins every thread with a bound. Every wait in a handler is bounded
+too, so a test that fails half-way costs seconds, not a hang. Each response
+closes its connection (``Connection: close``), so no handler thread lingers on
+a keep-alive socket.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+import attrs
+import pytest
+
+__all__ = [
+    "ABORT",
+    "RecordedRequest",
+    "ScriptedResponse",
+    "StreamServer",
+    "stream_server",
+    "STEP_WAIT_TIMEOUT",
+]
+
+#: Longest a handler waits on an Event step. A test that never sets it fails
+#: after this long (the connection is reset) instead of hanging.
+STEP_WAIT_TIMEOUT = 5.0
+
+#: How often an Event wait also checks whether the server is stopping, so
+#: teardown after a failed test does not sit out the whole STEP_WAIT_TIMEOUT.
+_STOP_CHECK_INTERVAL = 0.05
+
+#: Socket timeout of a connection: bounds reading a request a client never finishes.
+CONNECTION_TIMEOUT = 10.0
+
+#: How long stop() waits for the serving thread and each connection thread.
+STOP_JOIN_TIMEOUT = 10.0
+
+#: How long start() waits for the serving thread to report ready.
+READY_TIMEOUT = 10.0
+
+_FRAMINGS = ("chunked", "close")
+
+
+class _Abort:
+    def __repr__(self) -> str:
+        return "ABORT"
+
+
+#: A step that resets the connection at that point (TCP RST, no HTTP ending):
+#: the client sees a dropped connection, whatever the framing.
+ABORT = _Abort()
+
+Step = Union[bytes, threading.Event, _Abort]
+
+
+@attrs.define
+class ScriptedResponse:
+    """One response the server sends, step by step.
+
+    Attributes:
+        steps: bytes to write and flush, ``threading.Event`` to wait on (at
+            most :attr:`StreamServer.step_wait_timeout`, by default
+            :data:`STEP_WAIT_TIMEOUT`), or :data:`ABORT`.
+        status: the HTTP status code.
+        headers: response headers; ``Content-Type`` defaults to
+            ``text/event-stream``.
+        framing: ``"chunked"`` (HTTP/1.1 chunked transfer-encoding, one chunk
+            per bytes step) or ``"close"`` (no length; the body ends when the
+            connection closes).
+    """
+
+    steps: Sequence[Step]
+    status: int = 200
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    framing: str = attrs.field(default="chunked", validator=attrs.validators.in_(_FRAMINGS))
+
+
+@attrs.define
+class RecordedRequest:
+    """A request the server received.
+
+    Attributes:
+        method: ``"POST"``, ``"GET"``...
+        path: the request target, query string included.
+        headers: the request headers, names lower-cased.
+        body: the raw body.
+        json: the body parsed as JSON, or None if it was empty or not JSON.
+        completed: True once every step of its response was sent.
+        error: why the response stopped early (a step timed out, the client
+            went away, an ABORT step), or None.
+    """
+
+    method: str
+    path: str
+    headers: Dict[str, str]
+    body: bytes
+    json: Any = None
+    completed: bool = False
+    error: Optional[str] = None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = CONNECTION_TIMEOUT
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep the test output clean; requests are recorded instead."""
+
+    def _serve(self) -> None:
+        self.close_connection = True
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        record = RecordedRequest(
+            method=self.command,
+            path=self.path,
+            headers={name.lower(): value for name, value in self.headers.items()},
+            body=body,
+            json=parsed,
+        )
+        owner = self.server.owner
+        script = owner._next_response(record)
+        if script is None:
+            record.error = "no scripted response left"
+            self._send_plain(500, b"stream_server: no scripted response left\n")
+            return
+        try:
+            self._play(script, record)
+        except OSError as exc:  # the client closed its end; that is its right
+            record.error = f"client went away: {exc!r}"
+
+    def _send_plain(self, status: int, text: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(text)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(text)
+        self.wfile.flush()
+
+    def _play(self, script: ScriptedResponse, record: RecordedRequest) -> None:
+        chunked = script.framing == "chunked"
+        self.send_response(script.status)
+        names = {name.lower() for name in script.headers}
+        if "content-type" not in names:
+            self.send_header("Content-Type", "text/event-stream")
+        for name, value in script.headers.items():
+            self.send_header(name, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.flush()
+        for step in script.steps:
+            if isinstance(step, threading.Event):
+                if not self.server.owner._wait(step):
+                    record.error = (f"step Event not set within {self.server.owner.step_wait_timeout}s"
+                                    " (or the server stopped)")
+                    self._reset()
+                    return
+            elif step is ABORT:
+                record.error = "aborted by the script"
+                self._reset()
+                return
+            elif step:
+                if chunked:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(step), step))
+                else:
+                    self.wfile.write(step)
+                self.wfile.flush()
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        record.completed = True
+
+    def _reset(self) -> None:
+        # SO_LINGER with a zero timeout makes close() send RST: the client
+        # sees an error even on a close-delimited body, not a clean end.
+        # Closing here (the descriptor goes once finish() drops rfile/wfile)
+        # also keeps socketserver from sending a FIN first with shutdown().
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Connection threads are joined by StreamServer.stop() with a bound; the
+    # stdlib's own join in server_close() has none.
+    block_on_close = False
+
+    def __init__(self, owner: StreamServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.owner = owner
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"stream-server-conn-{next(self.owner._ids)}",
+            daemon=True,
+        )
+        with self.owner._lock:
+            self.owner._connection_threads.append(thread)
+        thread.start()
+
+
+class StreamServer:
+    """A streaming HTTP server on 127.0.0.1, port chosen by the OS.
+
+    Responses are consumed in the order added, one per request; a request
+    with none left gets a 500 and is still recorded. Not reusable after
+    :meth:`stop`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._scripts: List[ScriptedResponse] = []
+        self._connection_threads: List[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._ready = threading.Event()
+        self._httpd = _Server(self)
+        #: The port the server listens on.
+        self.port: int = self._httpd.server_address[1]
+        #: ``http://127.0.0.1:<port>``, no trailing slash.
+        self.url = f"http://127.0.0.1:{self.port}"
+        #: Every request received, in arrival order.
+        self.requests: List[RecordedRequest] = []
+        #: The bound on each Event step; a test of the timeout itself may lower it.
+        self.step_wait_timeout = STEP_WAIT_TIMEOUT
+        self._thread = threading.Thread(target=self._run, name="stream-server", daemon=True)
+
+    def __enter__(self) -> StreamServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    def add_response(
+        self,
+        steps: Sequence[Step],
+        *,
+        status: int = 200,
+        headers: Optional[Mapping[str, str]] = None,
+        framing: str = "chunked",
+    ) -> ScriptedResponse:
+        """Queue the response for the next request that has none yet."""
+        script = ScriptedResponse(steps=list(steps), status=status, headers=dict(headers or {}), framing=framing)
+        with self._lock:
+            self._scripts.append(script)
+        return script
+
+    @property
+    def errors(self) -> List[str]:
+        """Return why responses stopped early, one line per affected request."""
+        with self._lock:
+            return [f"{r.method} {r.path}: {r.error}" for r in self.requests if r.error]
+
+    def start(self) -> None:
+        """Start serving; return once the serving thread runs."""
+        self._thread.start()
+        if not self._ready.wait(READY_TIMEOUT):
+            raise RuntimeError("stream server thread did not start")
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and join every thread (bounded)."""
+        self._stopping.set()
+        if self._ready.is_set():
+            self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(STOP_JOIN_TIMEOUT)
+        with self._lock:
+            threads = list(self._connection_threads)
+        for thread in threads:
+            thread.join(STOP_JOIN_TIMEOUT)
+        stuck = [t.name for t in [self._thread, *threads] if t.is_alive()]
+        if stuck:
+            raise RuntimeError(f"stream server threads did not stop: {stuck}")
+
+    def _run(self) -> None:
+        self._ready.set()
+        self._httpd.serve_forever(poll_interval=_STOP_CHECK_INTERVAL)
+
+    def _next_response(self, record: RecordedRequest) -> Optional[ScriptedResponse]:
+        with self._lock:
+            self.requests.append(record)
+            return self._scripts.pop(0) if self._scripts else None
+
+    def _wait(self, event: threading.Event) -> bool:
+        # Bounded wait that also gives up as soon as the server is stopping.
+        deadline = time.monotonic() + self.step_wait_timeout
+        while not self._stopping.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if event.wait(min(_STOP_CHECK_INTERVAL, remaining)):
+                return True
+        return event.is_set()
+
+
+@pytest.fixture
+def stream_server() -> Iterator[StreamServer]:
+    """Yield a started :class:`StreamServer`; stop and join it after the test."""
+    server = StreamServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
