@@ -1,0 +1,200 @@
+"""Answering the server: its requests, its notifications, its 2026-07-28 input requests.
+
+:class:`ServerResponder` is owned by :class:`~agcore_sync.tools.mcp.client.McpClient`.
+The transport's reader hands it every server request and notification
+(except ``tools/list_changed``, which the client handles in wire order);
+it runs them on one worker thread, ``agcore-mcp-worker-<n>``, started when
+first needed, so user handlers never run on (and never block) the reader.
+The worker is a daemon, so a forgotten client never blocks interpreter
+exit; the client's ``close()`` stops and joins it through :meth:`close`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+from agcore_sync.tools.error import McpError
+from agcore_sync.tools.mcp import jsonrpc
+from agcore_sync.tools.mcp import protocol as proto
+
+__all__ = ["ServerResponder", "WORKER_JOIN_TIMEOUT", "WORKER_POLL_INTERVAL"]
+
+logger = logging.getLogger("agcore_sync.mcp")
+
+#: Bound on joining the worker in close(); a user handler still running
+#: after it is logged and left (the thread is a daemon).
+WORKER_JOIN_TIMEOUT = 5.0
+#: How often the idle worker wakes to check that the client is still open.
+WORKER_POLL_INTERVAL = 0.5
+
+_worker_numbers = itertools.count(1)
+
+
+class ServerResponder:
+    """Serve what an MCP server asks of the client.
+
+    Args:
+        server_name: the server's name, for logs and errors.
+        send: sends one message to the server (the transport's ``send``).
+        cancel: the client's cancel Event, set by its ``close()``.
+        timeout: bound on sending an answer.
+        roots: answered to ``roots/list`` (None: -32601).
+        elicitation_handler: answers ``elicitation/create`` (None: -32601).
+        sampling_handler: answers ``sampling/createMessage`` (None: -32601).
+        on_progress: gets ``notifications/progress`` params.
+    """
+
+    def __init__(
+        self,
+        server_name: str,
+        send: Callable[..., None],
+        cancel: threading.Event,
+        *,
+        timeout: Optional[float],
+        roots: Optional[List[Dict[str, Any]]],
+        elicitation_handler: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]],
+        sampling_handler: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]],
+        on_progress: Optional[Callable[[Dict[str, Any]], None]],
+    ) -> None:
+        self.server_name = server_name
+        self.timeout = timeout
+        self._send = send
+        self._cancel = cancel
+        self._roots = roots
+        self._elicitation_handler = elicitation_handler
+        self._sampling_handler = sampling_handler
+        self._on_progress = on_progress
+        self._lock = threading.Lock()
+        self._worker: Optional[threading.Thread] = None
+        self._queue: queue.Queue[Optional[Dict[str, Any]]] = queue.Queue()
+
+    def submit(self, message: Dict[str, Any]) -> None:
+        """Queue a server request or notification; called on the reader thread, never blocks."""
+        if self._cancel.is_set():
+            return
+        if self._worker is None:
+            with self._lock:
+                if self._worker is None and not self._cancel.is_set():
+                    self._worker = threading.Thread(
+                        target=self._work, name=f"agcore-mcp-worker-{next(_worker_numbers)}", daemon=True
+                    )
+                    self._worker.start()
+        self._queue.put(message)
+
+    def close(self) -> None:
+        """Stop the worker after what is queued and join it, bounded by :data:`WORKER_JOIN_TIMEOUT`."""
+        with self._lock:
+            worker = self._worker
+        if worker is None or worker is threading.current_thread():
+            return
+        self._queue.put(None)
+        worker.join(WORKER_JOIN_TIMEOUT)
+        if worker.is_alive():
+            logger.warning("%s is still running a handler after close(); leaving it", worker.name)
+
+    def serve(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        """Answer one server request (or one embedded input request) with its result.
+
+        Raises:
+            McpError: with code -32601 for a method this client does not serve.
+            Exception: whatever a user handler raised.
+        """
+        if method == "ping":
+            return {}
+        if method == "roots/list" and self._roots is not None:
+            return {"roots": [dict(root) for root in self._roots]}
+        if method == "elicitation/create" and self._elicitation_handler is not None:
+            return proto.fill_elicitation_defaults(_checked(self._elicitation_handler(params), method), params)
+        if method == "sampling/createMessage" and self._sampling_handler is not None:
+            return _checked(self._sampling_handler(params), method)
+        raise McpError(f"Method not found: {method}", code=jsonrpc.METHOD_NOT_FOUND)
+
+    def answer_input_request(self, request: Any, tool_name: str) -> Dict[str, Any]:
+        """Answer one entry of a 2026-07-28 ``inputRequests`` map, on the calling thread.
+
+        Raises:
+            McpError: the request is malformed, or this client has no handler for it.
+        """
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise McpError(
+                f"MCP server {self.server_name!r} sent a malformed input request for tool {tool_name!r}",
+                tool_name=tool_name,
+            )
+        method = request["method"]
+        try:
+            return self.serve(method, _dict_or_empty(request.get("params")))
+        except McpError as exc:
+            raise McpError(
+                f"MCP server {self.server_name!r} needs {method} for tool {tool_name!r}, "
+                f"which this client cannot answer: {exc.message}",
+                tool_name=tool_name,
+                code=exc.code,
+            ) from exc
+
+    def _work(self) -> None:
+        # Runs until close()'s sentinel, so what arrived before close() (log
+        # records, progress) is still handled; the poll only notices a close()
+        # that could not queue the sentinel.
+        while True:
+            try:
+                message = self._queue.get(timeout=WORKER_POLL_INTERVAL)
+            except queue.Empty:
+                if self._cancel.is_set():
+                    return
+                continue
+            if message is None:
+                return
+            try:
+                if "id" in message:
+                    if not self._cancel.is_set():  # no one to answer after close()
+                        self._answer(message)
+                else:
+                    self._notice(message)
+            except Exception:  # noqa: BLE001 - the worker must outlive one bad message
+                logger.exception("handling %r from MCP server %r failed", message.get("method"), self.server_name)
+
+    def _notice(self, message: Dict[str, Any]) -> None:
+        method = message["method"]
+        params = _dict_or_empty(message.get("params"))
+        if method == "notifications/progress":
+            if self._on_progress is not None:
+                self._on_progress(params)
+        elif method == "notifications/message":
+            level = proto.LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+            source = params.get("logger")
+            logger.log(
+                level, "MCP server %r%s: %s", self.server_name, f" [{source}]" if source else "", params.get("data")
+            )
+        else:
+            logger.debug("MCP server %r sent %s", self.server_name, method)
+
+    def _answer(self, message: Dict[str, Any]) -> None:
+        request_id = message["id"]
+        method = message["method"]
+        try:
+            result = self.serve(method, _dict_or_empty(message.get("params")))
+        except McpError as exc:
+            reply = jsonrpc.error_response(request_id, exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
+        except Exception as exc:  # noqa: BLE001 - a failing handler becomes an error answer
+            logger.exception("the %s handler of the MCP client of %r failed", method, self.server_name)
+            reply = jsonrpc.error_response(request_id, jsonrpc.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+        else:
+            reply = jsonrpc.result_response(request_id, result)
+        try:
+            self._send(reply, timeout=self.timeout)
+        except McpError as exc:
+            logger.debug("could not answer %s from %r: %s", method, self.server_name, exc)
+
+
+def _checked(result: Any, method: str) -> Dict[str, Any]:
+    if not isinstance(result, dict):
+        raise TypeError(f"the {method} handler returned {type(result).__name__}, not a dict")
+    return result
+
+
+def _dict_or_empty(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,86 @@
+"""McpTool: one MCP server tool as a :class:`~agcore_sync.tools.base.BaseTool`.
+
+Build them with :meth:`McpClient.into_tools
+<agcore_sync.tools.mcp.client.McpClient.into_tools>` and register them in a
+:class:`~agcore_sync.tools.registry.ToolRegistry`. The adapter holds the
+client, it does not own it: close the client when the tools are no longer
+needed.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
+
+from agcore_sync.tools.base import BaseTool
+from agcore_sync.tools.error import ToolExecutionError
+
+if TYPE_CHECKING:
+    from agcore_sync.tools.mcp.client import McpClient
+
+__all__ = ["McpTool"]
+
+
+class McpTool(BaseTool):
+    """Call one tool of an MCP server through its :class:`McpClient`.
+
+    Args:
+        client: the connected client the calls go through.
+        tool: the tool as ``tools/list`` described it (``name``,
+            ``description``, ``inputSchema``).
+        prefix: prepended verbatim to the name the model sees (None: the
+            server's name).
+        permissions: the permissions the tool declares. A server's
+            annotations (``readOnlyHint``...) are hints from the server, not
+            trust, so they never count here.
+
+    ``execute`` returns the result's text, else its ``structuredContent``,
+    else the list of content blocks. An ``isError`` result raises a
+    recoverable :class:`~agcore_sync.tools.error.ToolExecutionError` whose
+    message is the server's text; a JSON-RPC error is the client's
+    :class:`~agcore_sync.tools.error.McpError` (recoverable), a timeout or a
+    lost server its unrecoverable subclasses.
+    """
+
+    def __init__(
+        self,
+        client: McpClient,
+        tool: Mapping[str, Any],
+        *,
+        prefix: Optional[str] = None,
+        permissions: Sequence[Any] = (),
+    ) -> None:
+        #: The tool's name on the server (what ``tools/call`` is sent).
+        self.server_tool_name: str = tool["name"]
+        self.name = f"{prefix}{self.server_tool_name}" if prefix else self.server_tool_name
+        self.description = tool.get("description") or ""
+        schema = tool.get("inputSchema")
+        self.parameters: Dict[str, Any] = (
+            dict(schema) if isinstance(schema, Mapping) else {"type": "object", "properties": {}}
+        )
+        self.required_permissions = tuple(permissions)
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"McpTool({self.name!r}, server={self.client.server_name!r})"
+
+    def execute(self, args: Dict[str, Any]) -> Any:
+        """Call the tool on the server and return its text, structured content or blocks.
+
+        Raises:
+            ToolExecutionError: the server answered ``isError`` (recoverable).
+            McpError: the server answered with a JSON-RPC error, timed out
+                (:class:`McpTimeoutError`) or is gone (:class:`McpConnectionError`).
+        """
+        result = self.client.call_tool(self.server_tool_name, args)
+        if result.is_error:
+            raise ToolExecutionError(
+                result.text or f"MCP tool {self.server_tool_name!r} of server {self.client.server_name!r} failed",
+                tool_name=self.name,
+            )
+        if result.text:
+            return result.text
+        if result.structured_content is not None:
+            return result.structured_content
+        return list(result.content)

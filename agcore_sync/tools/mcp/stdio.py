@@ -1,0 +1,455 @@
+"""The stdio transport: an MCP server as a child process speaking JSON lines.
+
+:class:`StdioTransport` starts the server in its own process group
+(``start_new_session=True``) with an allow-listed environment, reads one
+JSON-RPC message per line from its stdout on a reader thread, drains its
+stderr into logging and a ring buffer on a second thread, and stops it in the
+order the MCP specification gives: close stdin, wait, SIGTERM the group, wait,
+SIGKILL the group, reap. Every wait is bounded by a named constant, so
+``close()`` returns even for a server that ignores stdin EOF and SIGTERM, and
+no process of the group (a server behind ``npx`` or a shell wrapper included)
+survives it.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import IO, Any, Deque, Dict, List, Mapping, Optional, Sequence
+
+from agcore_sync.tools.error import McpConnectionError
+from agcore_sync.tools.mcp import jsonrpc
+from agcore_sync.tools.mcp.transport import ClosedHandler, MessageHandler, Transport
+
+__all__ = [
+    "StdioTransport",
+    "SAFE_ENV_VARS",
+    "PROCESS_TERMINATION_TIMEOUT",
+    "FORCE_KILL_TIMEOUT",
+]
+
+logger = logging.getLogger("agcore_sync.mcp")
+
+#: The parent's variables a server sees with ``inherit_env="safe"``: enough to
+#: find programs and a home directory, never API keys or tokens.
+SAFE_ENV_VARS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG")
+
+#: Grace period for the server to exit on its own once its stdin is closed
+#: (the MCP specification's first shutdown step).
+PROCESS_TERMINATION_TIMEOUT = 2.0
+#: Time the process group gets to exit after SIGTERM before SIGKILL.
+FORCE_KILL_TIMEOUT = 2.0
+#: Time to reap the server after SIGKILL; only an unkillable process uses it up.
+KILL_REAP_TIMEOUT = 2.0
+#: Time close() waits for a thread stuck writing to stdin before it stops
+#: waiting and kills the server (which unblocks that writer with EPIPE).
+STDIN_CLOSE_TIMEOUT = 0.5
+#: How long the reader waits, after stdout ends, for the process to exit so
+#: the error can carry its exit code.
+EXIT_CODE_TIMEOUT = 2.0
+#: How long the reader waits, after stdout ends, for the stderr drain to read
+#: the last lines, so the error carries them.
+STDERR_DRAIN_TIMEOUT = 1.0
+#: Bound on joining the reader and stderr threads in close().
+THREAD_JOIN_TIMEOUT = 2.0
+#: Interval between probes of the process group while it is being stopped.
+GROUP_POLL_INTERVAL = 0.01
+#: How many stderr lines ``stderr_tail`` keeps.
+STDERR_TAIL_LINES = 20
+#: Longest stderr line kept in the tail (a longer one is cut with a marker).
+STDERR_LINE_MAX_CHARS = 2000
+#: Chunk size the stderr drain reads with, so a huge line never sits whole in memory.
+_STDERR_READ_CHUNK = 65536
+# Buffer of the stdout pipe reader; lines longer than this still arrive whole.
+_STDOUT_BUFFER = 1 << 16
+
+_INHERIT_MODES = ("safe", "all", "none")
+_thread_numbers = itertools.count(1)
+_pause = threading.Event()
+
+
+class StdioTransport(Transport):
+    """Run an MCP server as a subprocess and talk JSON-RPC over its stdin/stdout.
+
+    Args:
+        command: the program to run (looked up on the child's ``PATH``).
+        args: its arguments.
+        env: variables to set for the server, on top of what ``inherit_env``
+            passes.
+        cwd: the server's working directory (None: ours).
+        inherit_env: which of our environment variables the server sees:
+            ``"safe"`` (the default) only :data:`SAFE_ENV_VARS`, so secrets
+            such as ``OPENAI_API_KEY`` do not leak into servers; ``"all"``
+            everything; ``"none"`` nothing but ``env``.
+
+    The transport owns two threads, ``agcore-mcp-stdout-<n>`` (one message
+    per stdout line, no length cap; a line that is not JSON-RPC is logged on
+    ``agcore_sync.mcp`` and skipped) and ``agcore-mcp-stderr-<n>`` (each
+    stderr line logged at DEBUG and kept in :attr:`stderr_tail`). Both are
+    daemons so a forgotten transport never blocks interpreter exit;
+    :meth:`close` still stops and joins them.
+
+    Raises:
+        ValueError: ``inherit_env`` is not one of the three modes.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        inherit_env: str = "safe",
+    ) -> None:
+        if inherit_env not in _INHERIT_MODES:
+            raise ValueError(f"inherit_env must be one of {_INHERIT_MODES}, not {inherit_env!r}")
+        self.command = command
+        self.args = tuple(args)
+        self.cwd = cwd
+        self.inherit_env = inherit_env
+        self._env = _child_environment(inherit_env, env)
+        self._proc: Optional[subprocess.Popen[bytes]] = None
+        self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        # Set by close(): from then on the end of stdout is expected, not a loss.
+        self._closing = threading.Event()
+        self._closed = False
+        self._stderr_lines: Deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._stderr_thread: Optional[threading.Thread] = None
+        self._on_message: Optional[MessageHandler] = None
+        self._on_closed: Optional[ClosedHandler] = None
+
+    def __repr__(self) -> str:
+        return f"StdioTransport({self.command!r}, args={self.args!r}, pid={self.pid})"
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The server's process id (also its process group id), or None before start."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """The server's exit status as ``Popen.returncode`` gives it (None while it runs)."""
+        return self._proc.poll() if self._proc is not None else None
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last lines (at most 20) the server wrote to stderr, joined by newlines."""
+        with self._stderr_lock:
+            return "\n".join(self._stderr_lines)
+
+    def start(self, on_message: MessageHandler, on_closed: ClosedHandler) -> None:
+        """Start the server and the reader and stderr threads.
+
+        Raises:
+            McpConnectionError: the program could not be started (not found,
+                not executable, bad ``cwd``), or the transport was already
+                started or closed.
+        """
+        with self._state_lock:
+            if self._closed or self._proc is not None:
+                raise McpConnectionError(f"the stdio transport for {self.command!r} was already started or closed")
+            try:
+                self._proc = subprocess.Popen(
+                    [self.command, *self.args],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=self._env,
+                    cwd=self.cwd,
+                    start_new_session=True,
+                    bufsize=_STDOUT_BUFFER,
+                )
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                raise McpConnectionError(f"could not start MCP server {self.command!r}: {exc}") from exc
+            self._on_message = on_message
+            self._on_closed = on_closed
+            number = next(_thread_numbers)
+            self._stderr_thread = threading.Thread(
+                target=self._drain_stderr, name=f"agcore-mcp-stderr-{number}", daemon=True
+            )
+            reader = threading.Thread(target=self._read_stdout, name=f"agcore-mcp-stdout-{number}", daemon=True)
+            self._threads = [self._stderr_thread, reader]
+            try:
+                for thread in self._threads:
+                    thread.start()
+                return
+            except RuntimeError as exc:  # the interpreter could not start a thread
+                self._threads = [thread for thread in self._threads if thread.ident is not None]
+                failure = exc
+        self.close()  # outside the state lock, which close() takes
+        raise McpConnectionError(f"could not start the reader of MCP server {self.command!r}: {failure}") from failure
+
+    def send(self, message: Dict[str, Any], *, timeout: Optional[float] = None) -> None:
+        """Write one message as a line on the server's stdin.
+
+        Args:
+            message: the JSON-RPC message.
+            timeout: how long to wait for another thread's write to finish
+                (None: as long as it takes). The write itself blocks while the
+                pipe is full, which is the server's backpressure.
+
+        Raises:
+            McpConnectionError: the transport is not running, the server has
+                gone (broken pipe), or ``timeout`` passed waiting for the pipe.
+        """
+        data = jsonrpc.encode(message)
+        proc = self._proc
+        if proc is None or self._closing.is_set():
+            raise McpConnectionError(f"the stdio transport for {self.command!r} is not running")
+        stdin = proc.stdin
+        assert stdin is not None
+        if not self._write_lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            raise McpConnectionError(f"timed out waiting to write to MCP server {self.command!r}")
+        try:
+            stdin.write(data)
+            stdin.flush()
+        except (OSError, ValueError) as exc:
+            # BrokenPipeError once the server is gone; ValueError once close()
+            # has closed the pipe under us.
+            raise self._lost(f"could not write to MCP server {self.command!r}: {exc}") from exc
+        finally:
+            self._write_lock.release()
+
+    def close(self) -> None:
+        """Stop the server and join both threads; idempotent, bounded, callable from any thread.
+
+        The order is the MCP specification's: close stdin, wait
+        :data:`PROCESS_TERMINATION_TIMEOUT` for the server to exit, SIGTERM
+        its process group if anything of it is left (a grandchild behind
+        ``npx`` or a shell wrapper), wait :data:`FORCE_KILL_TIMEOUT`, SIGKILL
+        the group, reap. Group members that became our children (when this
+        process is a child subreaper, as a container init is) are reaped too.
+        """
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._closing.set()
+            proc = self._proc
+        if proc is None:
+            return
+        self._close_stdin(proc)
+        try:
+            proc.wait(PROCESS_TERMINATION_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            logger.debug("MCP server %r (pid %d) did not exit on stdin EOF; terminating it", self.command, proc.pid)
+        self._stop_group(proc)
+        try:
+            proc.wait(KILL_REAP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            logger.warning("MCP server %r (pid %d) survived SIGKILL; abandoning it", self.command, proc.pid)
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(THREAD_JOIN_TIMEOUT)
+                if thread.is_alive():
+                    # Only a process that left the group can still hold our pipes.
+                    logger.warning("%s did not stop: a process outside the group holds the pipe", thread.name)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+
+    def _close_stdin(self, proc: subprocess.Popen[bytes]) -> None:
+        stdin = proc.stdin
+        if stdin is None:
+            return
+        if not self._write_lock.acquire(timeout=STDIN_CLOSE_TIMEOUT):
+            # A writer is stuck on a full pipe; killing the group unblocks it.
+            return
+        try:
+            stdin.close()
+        except OSError:
+            pass
+        finally:
+            self._write_lock.release()
+
+    def _stop_group(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGTERM the group, wait, SIGKILL what is left; reap members that are our children."""
+        pgid = proc.pid  # the leader's pid is the group id (start_new_session)
+        if not self._group_alive(proc, pgid):
+            return
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            logger.warning("no permission to signal process group %d of MCP server %r", pgid, self.command)
+        if not self._wait_group_gone(proc, pgid, FORCE_KILL_TIMEOUT):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                return
+            self._wait_group_gone(proc, pgid, KILL_REAP_TIMEOUT)
+
+    def _wait_group_gone(self, proc: subprocess.Popen[bytes], pgid: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self._group_alive(proc, pgid):
+            if time.monotonic() >= deadline:
+                return False
+            # _pause is never set: waiting on it is a bounded pause between probes.
+            _pause.wait(GROUP_POLL_INTERVAL)
+        return True
+
+    @staticmethod
+    def _group_alive(proc: subprocess.Popen[bytes], pgid: int) -> bool:
+        # Reap the leader through Popen first, so its returncode is kept; only
+        # then reap other members that are our children (a subreaper's orphans),
+        # which would otherwise stay zombies and keep the group in existence.
+        if proc.poll() is not None:
+            _reap_group_children(pgid)
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # unsignalable members or zombies: EPERM does not prove the group gone
+        # Zombies answer signal 0 too. Where /proc shows every member is one,
+        # nothing is left to stop: reap those that are ours; the others are
+        # for their parent (init) to reap.
+        if _has_live_member(pgid):
+            return True
+        if proc.poll() is not None:
+            _reap_group_children(pgid)
+        return False
+
+    def _read_stdout(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        reason = "closed its stdout"
+        try:
+            self._read_lines(proc.stdout)
+        except Exception as exc:  # noqa: BLE001 - delivered as the connection loss
+            reason = f"could not be read ({type(exc).__name__}: {exc})"
+        if self._closing.is_set():
+            return
+        try:
+            exit_code: Optional[int] = proc.wait(EXIT_CODE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            exit_code = None
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(STDERR_DRAIN_TIMEOUT)
+        if self._closing.is_set():
+            return
+        if exit_code is not None:
+            reason = f"exited with code {exit_code}"
+        error = self._lost(f"MCP server {self.command!r} {reason}", exit_code=exit_code)
+        on_closed = self._on_closed
+        if on_closed is not None:
+            try:
+                on_closed(error)
+            except Exception:  # noqa: BLE001 - nothing may escape a thread top
+                logger.exception("on_closed handler of %r failed", self)
+
+    def _read_lines(self, stdout: IO[bytes]) -> None:
+        on_message = self._on_message
+        assert on_message is not None
+        readline = stdout.readline
+        while True:
+            line = readline()
+            if not line:
+                return
+            parsed = jsonrpc.parse_line(line)
+            if isinstance(parsed, jsonrpc.ParseFailure):
+                if line.strip():
+                    logger.warning(
+                        "MCP server %r wrote a line that is not JSON-RPC (%s), skipped: %s",
+                        self.command,
+                        parsed.reason,
+                        parsed.preview,
+                    )
+                continue
+            for message in parsed if isinstance(parsed, list) else (parsed,):
+                try:
+                    on_message(message)
+                except Exception:  # noqa: BLE001 - one bad message must not stop the reader
+                    logger.exception("handling a message from MCP server %r failed", self.command)
+
+    def _drain_stderr(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stderr is not None
+        read = proc.stderr.readline
+        partial = b""
+        cut = False
+        try:
+            while True:
+                chunk = read(_STDERR_READ_CHUNK)
+                if not chunk:
+                    break
+                if len(partial) < STDERR_LINE_MAX_CHARS * 4:
+                    partial += chunk
+                else:
+                    cut = True
+                if chunk.endswith(b"\n"):
+                    self._keep_stderr_line(partial, cut)
+                    partial, cut = b"", False
+            if partial:
+                self._keep_stderr_line(partial, cut)
+        except Exception:  # noqa: BLE001 - a closed pipe ends the drain
+            logger.debug("stderr of MCP server %r could not be read", self.command, exc_info=True)
+
+    def _keep_stderr_line(self, raw: bytes, cut: bool) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if cut or len(line) > STDERR_LINE_MAX_CHARS:
+            line = line[:STDERR_LINE_MAX_CHARS] + " [line cut]"
+        logger.debug("MCP server %r stderr: %s", self.command, line)
+        with self._stderr_lock:
+            self._stderr_lines.append(line)
+
+    def _lost(self, message: str, *, exit_code: Optional[int] = None) -> McpConnectionError:
+        if exit_code is None and self._proc is not None:
+            exit_code = self._proc.poll()
+        return McpConnectionError(message, exit_code=exit_code, stderr_tail=self.stderr_tail)
+
+
+def _child_environment(inherit_env: str, env: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    if inherit_env == "all":
+        child = dict(os.environ)
+    elif inherit_env == "safe":
+        child = {name: os.environ[name] for name in SAFE_ENV_VARS if name in os.environ}
+    else:
+        child = {}
+    if env:
+        child.update(env)
+    return child
+
+
+def _reap_group_children(pgid: int) -> None:
+    """Reap exited children of ours in group ``pgid`` (never blocks)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _has_live_member(pgid: int) -> bool:
+    """Return False only if /proc shows that every process of group ``pgid`` is a zombie."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True  # no /proc: trust signal 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        # After the command name: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
