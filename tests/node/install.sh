@@ -12,7 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "tests/node/install.sh: npm is not installed; the reference-server and conformance tests will skip" >&2
-    exit 1
+    exit 0
 fi
 
 # --omit-lockfile-registry-resolved keeps registry URLs out of the committed lock file.
