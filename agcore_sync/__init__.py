@@ -96,6 +96,11 @@ _EXPORTS: Dict[str, str] = {
     "PermissionConfig": "agcore_sync.tools.permission",
     "ToolInvocation": "agcore_sync.tools.registry",
     "ToolRegistry": "agcore_sync.tools.registry",
+    "McpClient": "agcore_sync.tools.mcp.client",
+    "McpToolResult": "agcore_sync.tools.mcp.client",
+    "McpTool": "agcore_sync.tools.mcp.adapter",
+    "StdioTransport": "agcore_sync.tools.mcp.stdio",
+    "HttpTransport": "agcore_sync.tools.mcp.http",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -188,5 +193,9 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolTimeoutError,
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
+    from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
+    from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
+    from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
+    from agcore_sync.tools.mcp.stdio import StdioTransport  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
     from agcore_sync.tools.registry import ToolInvocation, ToolRegistry  # noqa: F401
