@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import threading
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
+from concurrent.futures import CancelledError, Future, wait
 from concurrent.futures import TimeoutError as FuturesTimeoutError
 from time import perf_counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -24,6 +24,7 @@ import attrs
 
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
+from agcore_sync.tools._pool import DaemonPool
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import (
     ToolError,
@@ -206,16 +207,17 @@ class ToolRegistry:
     ``unregister`` may race with invocations (a call uses the tool it looked
     up).
 
-    Threads: the registry owns a :class:`~concurrent.futures.ThreadPoolExecutor`
-    (threads named ``agcore-tool_<n>``), created on the first call that needs
+    Threads: the registry owns a pool of worker threads (named
+    ``agcore-tool-<n>``), created on the first call that needs
     it: ``invoke`` with a timeout, or ``invoke_all`` with a timeout or several
     calls. Without a timeout a lone call runs inline, in the caller's thread,
     and so does the first call of a batch. :meth:`close` (or leaving the
     ``with`` block) cancels queued calls, waits at most
     :data:`CLOSE_TIMEOUT_SECS` for running ones, logs those still running and
-    returns. A timed-out tool is abandoned, not killed: it keeps its worker
-    until it returns, and since pool threads are not daemons (Python 3.9+), a
-    tool that never returns also delays interpreter exit.
+    returns, and joins the workers when none is stuck. A timed-out tool is
+    abandoned, not killed: it keeps its worker until it returns. The workers
+    are daemons, so a tool that never returns cannot keep the interpreter
+    from exiting.
 
     Args:
         permission_checker: checks every call's permissions; None means no
@@ -236,7 +238,7 @@ class ToolRegistry:
         # Guards _tools, _executor, _closed and additions to _running.
         self._lock = threading.Lock()
         self._tools: Dict[str, _Entry] = {}
-        self._executor: Optional[ThreadPoolExecutor] = None
+        self._executor: Optional[DaemonPool] = None
         # Submitted calls not finished yet, with their tool's name (for close()).
         self._running: Dict[Future, str] = {}
         self._closed = False
@@ -433,7 +435,7 @@ class ToolRegistry:
                 ", ".join(sorted(running[f] for f in stuck)),
             )
             return
-        executor.shutdown(wait=True)  # nothing is running: the workers are only exiting
+        executor.shutdown(wait=True, timeout=CLOSE_TIMEOUT_SECS)  # nothing runs: the workers are only exiting
 
     def __enter__(self) -> ToolRegistry:
         return self
@@ -489,7 +491,7 @@ class ToolRegistry:
             if self._closed:
                 raise _closed_error()
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(self._max_workers, thread_name_prefix="agcore-tool")
+                self._executor = DaemonPool(self._max_workers)
             for call in calls:
                 future = self._executor.submit(self._run_in_batch, batch, *call)
                 self._running[future] = call[2]

@@ -647,3 +647,53 @@ def test_register_and_unregister_may_race_with_invocations_from_several_threads(
     assert set(outcomes) <= {"ok", "missing"}
     assert len(outcomes) == rounds * invokers
     assert registry.list_tools() == ["add"]
+
+
+def test_a_tool_that_never_returns_does_not_keep_the_interpreter_from_exiting():
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent('''
+        import threading
+        from agcore_sync import BaseTool, ToolRegistry
+
+        class Stuck(BaseTool):
+            name = "stuck"
+            description = "never returns"
+            parameters = {"type": "object", "properties": {}}
+
+            def execute(self, args):
+                threading.Event().wait()
+
+        registry = ToolRegistry()
+        registry.register(Stuck())
+        result = registry.invoke("stuck", {}, timeout=0.1)
+        print(type(result.error).__name__, flush=True)
+    ''')
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ToolTimeoutError"
+
+
+def test_pool_workers_are_named_daemons_and_close_joins_them():
+    import threading
+
+    from agcore_sync import BaseTool, ToolRegistry
+
+    class Echo(BaseTool):
+        name = "echo"
+        description = "echo"
+        parameters = {"type": "object", "properties": {}}
+
+        def execute(self, args):
+            return threading.current_thread().name
+
+    registry = ToolRegistry()
+    registry.register(Echo())
+    names = [inv.output for inv in registry.invoke_all([("echo", {})] * 4, timeout=10)]
+    workers = [t for t in threading.enumerate() if t.name.startswith("agcore-tool-")]
+    assert workers and all(t.daemon for t in workers)
+    assert any(name.startswith("agcore-tool-") for name in names)
+    registry.close()
+    assert not any(t.is_alive() for t in workers)

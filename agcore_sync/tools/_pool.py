@@ -1,0 +1,93 @@
+"""A thread pool of daemon workers, owned by :class:`ToolRegistry`.
+
+``concurrent.futures.ThreadPoolExecutor`` joins its (non-daemon) workers at
+interpreter exit, so one tool that never returns would keep the process
+alive forever. This pool hands out the same ``Future`` objects but its
+workers are daemons, named ``agcore-tool-<n>``: the registry still stops and
+joins them in ``close()`` when nothing is stuck, and a stuck one can no
+longer block exit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, List, Optional, Tuple
+
+__all__ = ["DaemonPool"]
+
+_numbers = itertools.count(1)
+_Work = Optional[Tuple[Future, Callable[..., Any], Tuple[Any, ...]]]
+
+
+class DaemonPool:
+    """At most ``max_workers`` daemon threads, started as work arrives."""
+
+    def __init__(self, max_workers: int) -> None:
+        self._max_workers = max_workers
+        self._work: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._shutdown = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Queue ``fn(*args)``; return its Future."""
+        future: Future = Future()
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot submit to a pool that was shut down")
+            self._work.put((future, fn, args))
+            # An idle worker will take it; otherwise start one, up to the limit.
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+                thread = threading.Thread(target=self._worker, name=f"agcore-tool-{next(_numbers)}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        return future
+
+    def _worker(self) -> None:
+        while True:
+            work = self._work.get()
+            if work is None:
+                return
+            future, fn, args = work
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args)
+                except BaseException as exc:  # noqa: BLE001 - delivered through the Future
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            del work, future, fn, args
+            self._idle.release()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False, timeout: Optional[float] = None) -> None:
+        """Stop accepting work; optionally cancel queued work and join the workers.
+
+        Args:
+            wait: join every worker (each for at most ``timeout`` seconds).
+            cancel_futures: cancel work that has not started.
+            timeout: the bound of each join; None waits as long as it takes.
+        """
+        with self._lock:
+            first = not self._shutdown
+            self._shutdown = True
+            threads = list(self._threads)
+        stops = len(threads) if first else 0
+        if cancel_futures:
+            try:
+                while True:
+                    work = self._work.get_nowait()
+                    if work is None:
+                        stops += 1  # a stop put by an earlier call: put it back
+                    else:
+                        work[0].cancel()
+            except queue.Empty:
+                pass
+        for _ in range(stops):
+            self._work.put(None)
+        if wait:
+            for thread in threads:
+                thread.join(timeout)
