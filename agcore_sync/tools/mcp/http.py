@@ -41,7 +41,10 @@ session: ``on_closed`` gets :class:`McpConnectionError`, so the client fails
 every pending call at once, and every later :meth:`~HttpTransport.send`
 raises it. After ``notifications/initialized`` the transport opens the
 optional GET stream for messages the server sends unprompted (a reader
-thread ``agcore-mcp-get-<n>``); a 405 means the server offers none.
+thread ``agcore-mcp-get-<n>``); a 405 means the server offers none. Sending
+``notifications/initialized`` returns once that GET is open or refused (at
+most :data:`LISTEN_READY_TIMEOUT`): servers drop what they would send on a
+GET stream that is not there yet, so the first calls must not race it.
 
 Messages reach ``on_message`` from the sending thread (JSON answers) and
 from the reader threads; the transport serialises those calls, so
@@ -55,148 +58,66 @@ answer is fine). No ``requests`` exception leaves this module: they become
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
-import socket
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Set
+from typing import Any, Dict, Mapping, Optional, Set
 
 import requests
 import requests.adapters
-import urllib3.exceptions
 
-from agcore_sync.llm.sse import SseEvent, SseParser
 from agcore_sync.tools.error import McpConnectionError, McpError
+from agcore_sync.tools.mcp._http_streams import (
+    CONNECT_TIMEOUT,
+    CONNECTION_CLOSED,
+    DEFAULT_RECONNECT_DELAY,
+    GET_HEADERS_TIMEOUT,
+    LISTEN_READY_TIMEOUT,
+    MAX_EMPTY_RECONNECTS,
+    TRANSPORT_ERRORS,
+    Stream,
+    StreamReading,
+    close_quietly,
+    content_type,
+    drain,
+)
 from agcore_sync.tools.mcp.jsonrpc import PARSE_ERROR
 from agcore_sync.tools.mcp.transport import ClosedHandler, MessageHandler, Transport
 
-__all__ = ["HttpTransport"]
+__all__ = [
+    "HttpTransport",
+    "CONNECT_TIMEOUT",
+    "CONNECTION_CLOSED",
+    "DEFAULT_RECONNECT_DELAY",
+    "GET_HEADERS_TIMEOUT",
+    "LISTEN_READY_TIMEOUT",
+    "MAX_EMPTY_RECONNECTS",
+]
 
 logger = logging.getLogger("agcore_sync.mcp")
 
-#: Seconds to open a TCP connection to the server (every request).
-CONNECT_TIMEOUT = 10.0
 #: Seconds a notification or response POST may wait for its 202 when
 #: ``send`` is given no timeout and the transport has none: these answers
 #: are immediate, so a long wait means a broken server.
 NOTIFICATION_TIMEOUT = 30.0
-#: Seconds a GET (the server stream, or a resumption) waits for its headers.
-GET_HEADERS_TIMEOUT = 10.0
+#: The smallest read timeout given to ``requests`` (which refuses 0).
+MIN_TIMEOUT = 0.001
 #: Seconds ``close()`` gives the DELETE that ends the session.
 DELETE_TIMEOUT = 5.0
 #: Seconds ``close()`` waits for each reader thread after shutting its socket.
 #: A reader caught opening a GET ends by itself within ``CONNECT_TIMEOUT`` +
 #: ``GET_HEADERS_TIMEOUT`` (it is a daemon, so it never holds up an exit).
 JOIN_TIMEOUT = 5.0
-#: Seconds to wait before reconnecting when the server announced no ``retry``.
-DEFAULT_RECONNECT_DELAY = 1.0
-#: Reconnections in a row that may bring no event before a stream is given up.
-MAX_EMPTY_RECONNECTS = 5
 #: Connections kept per host: enough for many calls in flight at once.
 POOL_SIZE = 32
-#: The most one ``read1`` takes off the socket (SSE bytes reach the parser per read).
-READ_SIZE = 65536
-#: The JSON-RPC code of the error delivered for a request whose stream was
-#: lost for good (the SDKs' "connection closed" code).
-CONNECTION_CLOSED = -32000
 #: How much of an HTTP error body is kept in an error.
 ERROR_BODY_LIMIT = 2000
 
 _ACCEPT_POST = "application/json, text/event-stream"
-_ACCEPT_GET = "text/event-stream"
-_thread_ids = itertools.count(1)
-
-_TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
 
 
-class _GiveUp(Exception):
-    """A stream cannot go on; ``args[0]`` says why (already delivered if empty)."""
-
-
-class _Stream:
-    """One SSE stream being read: a POST's answer (with its resumptions) or the GET stream."""
-
-    def __init__(self, request_id: Any, deadline: Optional[float]) -> None:
-        self.request_id = request_id
-        self.deadline = deadline
-        self.cancel = threading.Event()
-        self.answered = False
-        self.last_event_id = ""
-        self.retry_ms: Optional[int] = None
-        self._lock = threading.Lock()
-        self._response: Optional[requests.Response] = None
-
-    def attach(self, response: requests.Response) -> bool:
-        """Make ``response`` the one to read; False (and closed) if the stream is cancelled."""
-        with self._lock:
-            if not self.cancel.is_set():
-                self._response = response
-                return True
-        _close_quietly(response)
-        return False
-
-    def detach(self) -> None:
-        with self._lock:
-            self._response = None
-
-    def stop(self) -> None:
-        """Cancel the stream and unblock a read in progress; any thread, idempotent."""
-        self.cancel.set()
-        with self._lock:
-            response = self._response
-        if response is not None:
-            _abort(response)
-
-    def expired(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
-
-
-def _socket_of(response: requests.Response) -> Optional[socket.socket]:
-    raw = response.raw
-    connection = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is None:  # older urllib3: reach the socket through http.client's file
-        buffered = getattr(getattr(raw, "_fp", None), "fp", None)
-        sock = getattr(getattr(buffered, "raw", None), "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
-
-
-def _abort(response: requests.Response) -> None:
-    """Unblock the thread reading ``response`` by shutting its socket down.
-
-    Closing the response from here instead would race with the reader inside
-    ``http.client`` (and ``close()`` alone does not wake a blocked ``recv``);
-    after a shutdown the reader sees end of input and closes the response.
-    """
-    sock = _socket_of(response)
-    if sock is None:
-        _close_quietly(response)
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
-def _close_quietly(response: requests.Response) -> None:
-    try:
-        response.close()
-    except Exception:  # noqa: BLE001 - closing a broken response is best effort
-        pass
-
-
-def _is_response_to(message: Any, request_id: Any) -> bool:
-    return (isinstance(message, dict) and "method" not in message and message.get("id") == request_id
-            and ("result" in message or "error" in message))
-
-
-def _content_type(response: requests.Response) -> str:
-    return response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-
-
-class HttpTransport(Transport):
+class HttpTransport(StreamReading, Transport):
     """MCP Streamable HTTP over ``requests``: one POST per message, SSE answers, resumption.
 
     The transport belongs to one :class:`McpClient`, which calls
@@ -255,9 +176,11 @@ class HttpTransport(Transport):
         self.session_id: Optional[str] = None
         #: The negotiated protocol version, sent as ``MCP-Protocol-Version``.
         self.protocol_version: Optional[str] = None
-        self._streams: Dict[int, _Stream] = {}
+        self._streams: Dict[int, Stream] = {}
         self._threads: Set[threading.Thread] = set()
         self._listening = False
+        # Set once the GET stream's first attempt is settled (open, refused or given up).
+        self._listener_settled = threading.Event()
 
     def __repr__(self) -> str:
         return f"HttpTransport(url={self.url!r})"
@@ -302,6 +225,8 @@ class HttpTransport(Transport):
         headers = self._headers(_ACCEPT_POST, with_session=not initialize)
         headers["Content-Type"] = "application/json"
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if timeout is not None:
+            timeout = max(timeout, MIN_TIMEOUT)
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             response = self._session.post(self.url, data=body, headers=headers,
@@ -313,7 +238,7 @@ class HttpTransport(Transport):
                 logger.debug("%s to %s: no answer within %ss", what, self.url, timeout)
                 return
             raise self._connection_error(f"{what} failed", exc) from exc
-        except _TRANSPORT_ERRORS as exc:
+        except TRANSPORT_ERRORS as exc:
             raise self._connection_error(f"{what} failed", exc) from exc
         if initialize and response.status_code < 300:
             self._take_session_id(response)
@@ -338,6 +263,7 @@ class HttpTransport(Transport):
             self._closed = True
             streams = list(self._streams.values())
             threads = list(self._threads)
+        self._listener_settled.set()
         for stream in streams:
             stream.stop()
         current = threading.current_thread()
@@ -387,11 +313,12 @@ class HttpTransport(Transport):
         """Check the answer to a notification or response (202, no body)."""
         try:
             if response.status_code < 300:
+                drain(response)
                 return
             error = self._status_error(response, what, had_session)
             raise McpError(error["message"], code=error["code"], data=error.get("data"))
         finally:
-            _close_quietly(response)
+            close_quietly(response)
 
     def _answer_of_request(self, response: requests.Response, request_id: Any, what: str,
                            had_session: bool, deadline: Optional[float]) -> None:
@@ -400,23 +327,24 @@ class HttpTransport(Transport):
             try:
                 error = self._status_error(response, what, had_session)
             finally:
-                _close_quietly(response)
+                close_quietly(response)
             self._deliver({"jsonrpc": "2.0", "id": request_id, "error": error})
             return
-        kind = _content_type(response)
+        kind = content_type(response)
         if status == 202 or status == 204:
-            _close_quietly(response)  # the answer will come on the GET stream
+            drain(response)  # the answer will come on the GET stream
+            close_quietly(response)
             return
         if kind == "text/event-stream":
-            stream = _Stream(request_id, deadline)
+            stream = Stream(request_id, deadline)
             self._spawn("sse", self._run_post_stream, stream, response)
             return
         try:
             text = response.content
-        except _TRANSPORT_ERRORS as exc:
+        except TRANSPORT_ERRORS as exc:
             raise self._connection_error(f"{what}: reading the answer failed", exc) from exc
         finally:
-            _close_quietly(response)
+            close_quietly(response)
         if kind != "application/json":
             self._deliver_error(request_id, f"{what}: the server answered with Content-Type {kind!r}")
             return
@@ -439,7 +367,7 @@ class HttpTransport(Transport):
             raise error
         try:
             text = response.text[:ERROR_BODY_LIMIT]
-        except _TRANSPORT_ERRORS:
+        except TRANSPORT_ERRORS:
             text = ""
         try:
             body = json.loads(text)
@@ -457,12 +385,12 @@ class HttpTransport(Transport):
         headers = self._headers(_ACCEPT_POST)
         try:
             response = self._session.delete(self.url, headers=headers, timeout=(CONNECT_TIMEOUT, DELETE_TIMEOUT))
-        except _TRANSPORT_ERRORS as exc:
+        except TRANSPORT_ERRORS as exc:
             logger.debug("DELETE of MCP session at %s failed: %s", self.url, exc)
             return
         if response.status_code >= 300 and response.status_code != 405:
             logger.debug("MCP server at %s answered DELETE with HTTP %s", self.url, response.status_code)
-        _close_quietly(response)
+        close_quietly(response)
 
     def _stop_stream_of(self, params: Any) -> None:
         """After ``notifications/cancelled``: stop reading the cancelled request's stream."""
@@ -509,199 +437,3 @@ class HttpTransport(Transport):
                 logger.exception("MCP closed handler failed")
 
     # -- reader threads -----------------------------------------------------
-
-    def _spawn(self, role: str, target: Any, stream: _Stream, response: Optional[requests.Response]) -> None:
-        thread = threading.Thread(target=self._reader_main, args=(target, stream, response),
-                                  name=f"agcore-mcp-{role}-{next(_thread_ids)}", daemon=True)
-        with self._lock:
-            if self._closed or self._lost is not None:
-                if response is not None:
-                    _close_quietly(response)
-                return
-            self._streams[id(stream)] = stream
-            self._threads.add(thread)
-        thread.start()
-
-    def _reader_main(self, target: Any, stream: _Stream, response: Optional[requests.Response]) -> None:
-        try:
-            target(stream, response)
-        except Exception:  # noqa: BLE001 - delivered as a value, never lost
-            logger.exception("MCP HTTP reader for %s failed", self.url)
-            if stream.request_id is not None and not stream.answered and not stream.cancel.is_set():
-                self._deliver_error(stream.request_id, "the MCP HTTP stream reader failed; see the log")
-        finally:
-            with self._lock:
-                self._streams.pop(id(stream), None)
-                self._threads.discard(threading.current_thread())
-
-    def _start_listener(self) -> None:
-        with self._lock:
-            if not self.listen or self._listening:
-                return
-            self._listening = True
-        self._spawn("get", self._run_get_stream, _Stream(None, None), None)
-
-    def _run_post_stream(self, stream: _Stream, response: requests.Response) -> None:
-        """Read a POST's SSE answer until its response, resuming it with GET when it drops."""
-        empty = 0
-        while True:
-            got_events = self._pump(stream, response)
-            if stream.answered or stream.cancel.is_set():
-                return
-            empty = 0 if got_events else empty + 1
-            try:
-                if not stream.last_event_id:
-                    raise _GiveUp(f"the server closed the SSE stream of request {stream.request_id!r} before "
-                                  "its response and gave no event id to resume from")
-                if stream.expired():
-                    return  # the client has given up on this request already
-                response = self._reconnect(stream, empty)
-            except _GiveUp as give_up:
-                if give_up.args and give_up.args[0] and not stream.cancel.is_set():
-                    self._deliver_error(stream.request_id, f"MCP server at {self.url}: {give_up.args[0]}")
-                return
-            if response is None:
-                return
-
-    def _run_get_stream(self, stream: _Stream, response: Optional[requests.Response]) -> None:
-        """Read the server's GET stream for as long as the transport lives."""
-        empty = 0
-        first = True
-        while not stream.cancel.is_set():
-            try:
-                response = self._reconnect(stream, empty, first=first)
-            except _GiveUp as give_up:
-                if give_up.args and give_up.args[0]:
-                    logger.debug("MCP server at %s: GET stream ends: %s", self.url, give_up.args[0])
-                return
-            first = False
-            if response is None:
-                return
-            got_events = self._pump(stream, response)
-            response = None
-            empty = 0 if got_events else empty + 1
-
-    def _reconnect(self, stream: _Stream, empty: int, *, first: bool = False) -> Optional[requests.Response]:
-        """Wait the retry delay, then GET with Last-Event-ID; None if cancelled meanwhile.
-
-        Raises:
-            _GiveUp: the stream cannot be resumed (the reason is its argument).
-        """
-        attempts = empty
-        while True:
-            if attempts > MAX_EMPTY_RECONNECTS:
-                raise _GiveUp(f"{attempts} reconnections in a row brought no event")
-            if not first:
-                delay = DEFAULT_RECONNECT_DELAY if stream.retry_ms is None else stream.retry_ms / 1000.0
-                if stream.cancel.wait(delay):
-                    return None
-            first = False
-            headers = self._headers(_ACCEPT_GET)
-            if stream.last_event_id:
-                headers["Last-Event-ID"] = stream.last_event_id
-            read_timeout = GET_HEADERS_TIMEOUT
-            if stream.deadline is not None:
-                read_timeout = max(0.001, min(read_timeout, stream.deadline - time.monotonic()))
-            try:
-                response = self._session.get(self.url, headers=headers,
-                                             timeout=(CONNECT_TIMEOUT, read_timeout), stream=True)
-            except _TRANSPORT_ERRORS as exc:
-                if stream.cancel.is_set():
-                    return None
-                logger.debug("MCP server at %s: GET failed: %s", self.url, exc)
-                if stream.request_id is not None and isinstance(exc, requests.ConnectionError) \
-                        and not isinstance(exc, requests.Timeout):
-                    # Nothing listens any more: waiting longer only delays the failure.
-                    raise _GiveUp(f"cannot reach the server to resume the stream of request "
-                                  f"{stream.request_id!r}: {exc}") from None
-                attempts += 1
-                continue
-            status = response.status_code
-            if status >= 500:
-                _close_quietly(response)
-                attempts += 1
-                continue
-            if status >= 300:
-                try:
-                    if status == 405:
-                        raise _GiveUp("the server offers no GET stream (HTTP 405)")
-                    error = self._status_error(response, "GET", "Mcp-Session-Id" in headers)
-                    raise _GiveUp(error["message"])
-                except McpConnectionError:
-                    raise _GiveUp("") from None  # session lost: every pending call already failed
-                finally:
-                    _close_quietly(response)
-            if _content_type(response) != "text/event-stream":
-                _close_quietly(response)
-                raise _GiveUp(f"the GET answer is {_content_type(response)!r}, not an event stream")
-            if not stream.attach(response):
-                return None
-            if stream.deadline is None:
-                sock = _socket_of(response)
-                if sock is not None:
-                    sock.settimeout(None)  # a stream may be quiet for a long time
-            return response
-
-    def _pump(self, stream: _Stream, response: requests.Response) -> bool:
-        """Read ``response`` to its end (or the stream's answer); True if any event came."""
-        if not stream.attach(response):
-            return False
-        parser = SseParser()
-        got_events = False
-        try:
-            for chunk in self._chunks(response):
-                for event in parser.feed(chunk):
-                    got_events = True
-                    self._on_event(stream, event)
-                    if stream.answered:
-                        return got_events
-            for event in parser.close():
-                got_events = True
-                self._on_event(stream, event)
-        except Exception as exc:  # noqa: BLE001 - see below
-            # A stopped stream fails in whatever way the shut-down socket
-            # makes http.client fail; anything else than a transport error
-            # on a live stream is a bug for _reader_main to report.
-            if not stream.cancel.is_set() and not isinstance(exc, _TRANSPORT_ERRORS):
-                raise
-            if not stream.cancel.is_set():
-                logger.debug("MCP server at %s: SSE stream dropped: %s", self.url, exc)
-        finally:
-            stream.detach()
-            _close_quietly(response)
-            if parser.last_event_id:
-                stream.last_event_id = parser.last_event_id
-            if parser.reconnection_time is not None:
-                stream.retry_ms = parser.reconnection_time
-        return got_events
-
-    @staticmethod
-    def _chunks(response: requests.Response) -> Any:
-        raw = response.raw
-        read1 = getattr(raw, "read1", None)
-        if read1 is None:  # urllib3 < 2.3
-            yield from response.iter_content(chunk_size=None)
-            return
-        while True:
-            chunk = read1(READ_SIZE, decode_content=True)
-            if not chunk:
-                return
-            yield chunk
-
-    def _on_event(self, stream: _Stream, event: SseEvent) -> None:
-        if event.id:
-            stream.last_event_id = event.id
-        if event.retry is not None:
-            stream.retry_ms = event.retry
-        if event.event != "message" or not event.data.strip():
-            return  # a priming event (id, empty data) or a type MCP does not use
-        try:
-            decoded = json.loads(event.data)
-        except ValueError:
-            logger.warning("MCP server at %s sent an SSE event that is not JSON; skipped", self.url)
-            return
-        items: List[Any] = decoded if isinstance(decoded, list) else [decoded]
-        for item in items:
-            if stream.request_id is not None and _is_response_to(item, stream.request_id):
-                stream.answered = True
-            self._deliver(item)
