@@ -356,7 +356,7 @@ class AnthropicProvider(HttpProvider):
         base_url: the API root without ``/v1``; None reads
             ``ANTHROPIC_BASE_URL``, then uses :data:`DEFAULT_BASE_URL`.
         timeout: seconds for connecting and for each read.
-        session: a ``requests.Session`` to use (not closed by :meth:`close`);
+        session: a ``requests.Session`` to use (not closed by :meth:`~agcore_sync.llm.provider.LlmProvider.close`);
             None creates one the provider owns.
         extra_headers: more headers for every request.
         anthropic_version: the ``anthropic-version`` header.

@@ -68,7 +68,7 @@ class CycleConfig:
 
     @property
     def tool_turn_limit(self) -> int:
-        """The effective round limit: ``max_turns``, else ``max_tool_turns``, else 10."""
+        """The effective round limit (``max_turns``, else ``max_tool_turns``, else 10)."""
         if self.max_turns is not None:
             return self.max_turns
         return DEFAULT_MAX_TOOL_TURNS if self.max_tool_turns is None else self.max_tool_turns

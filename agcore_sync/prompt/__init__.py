@@ -6,7 +6,7 @@
   instructions, tools, examples, output format, custom ones) rendered as a
   system prompt.
 - :class:`PromptBundle`: a named set of templates plus defaults, loaded from a
-  dict or a JSON file and validated against :data:`BUNDLE_SCHEMA`.
+  dict or a JSON file and validated against :data:`~agcore_sync.prompt.bundle.BUNDLE_SCHEMA`.
 - :class:`PromptError`: every failure of the above.
 
 ``LlmCycle`` and ``AgentSession`` take a str, a ``PromptBuilder`` or a fully

@@ -1,7 +1,7 @@
 """FunctionTool and the ``@tool`` decorator: a plain Python function as a tool.
 
 Everything is worked out once, when the function is decorated: the JSON
-Schema from its type hints (see :mod:`agcore_sync.tools._schema` for the
+Schema from its type hints (see ``agcore_sync.tools._schema`` for the
 table of hints), the descriptions from its docstring, and the converters that
 turn JSON arguments back into Enum members and attrs instances. A mistake
 there (``*args``, a missing annotation, a type JSON cannot carry) raises
@@ -68,7 +68,7 @@ class FunctionTool(BaseTool):
             first paragraph by default.
         permissions: what the tool needs: :class:`Permission` values or
             their names (one alone, or several), kept in
-            :attr:`required_permissions` as a tuple of Permission.
+            ``required_permissions`` as a tuple of Permission.
         localns: extra names for resolving string annotations; :func:`tool`
             passes its caller's locals, so classes local to a function work.
 

@@ -10,10 +10,17 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 # Modules that define an app for a server rather than run as scripts; tested elsewhere.
 NOT_SCRIPTS = {"flask_app.py"}
+# Scripts that need an optional test dependency: file name -> the module they need.
+NEEDS = {
+    "mcp_stdio.py": "mcp",  # they start tests/mcp_servers/sdk_server.py (the MCP Python SDK, Python >= 3.10)
+    "mcp_http.py": "mcp",
+}
 
 
 @pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.glob("*.py") if p.name not in NOT_SCRIPTS),
                          ids=lambda p: p.name)
 def test_the_example_runs(path, capsys):
+    if path.name in NEEDS:
+        pytest.importorskip(NEEDS[path.name], reason=f"{path.name} needs the `{NEEDS[path.name]}` package")
     runpy.run_path(str(path), run_name="__main__")
     assert capsys.readouterr().out.strip()

@@ -1,0 +1,259 @@
+"""Every ``.. code-block:: python`` in README.rst and docs/ runs, or is listed here with the reason it cannot.
+
+Longer examples live in ``docs/examples/`` and are shown with
+``literalinclude`` (``tests/docs/test_examples.py`` runs them); this module
+covers the inline blocks that remain. Each block runs alone, in a fresh
+namespace, as a reader pasting it would run it.
+
+A block that needs something the suite cannot give it as written (an API
+endpoint, a server on a fixed port, a name defined elsewhere on the page)
+gets a *setup* from :data:`SETUPS`: a small, documented change of
+environment, names or URLs, after which the block runs for real (for
+example against a local HTTP server that speaks the OpenAI wire format) and
+the setup checks what happened. A block that cannot run at all is listed in
+:data:`NOT_RUN` with the reason; it is still compiled. Nothing is skipped
+silently: a block is run, or listed, and every entry of both tables must
+match exactly one block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shutil
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Tuple
+
+import attrs
+import pytest
+
+from agcore_sync import AgentSession, MockProvider, TextDelta
+from tests.cli.helpers import text_response, tool_call_response
+from tests.support.stream_server import StreamServer
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+NODE_DIR = ROOT / "tests" / "node"
+
+_DIRECTIVE = re.compile(r"^(?P<indent>\s*)\.\. (?:code-block|code|sourcecode)::\s*(?P<language>\S*)\s*$")
+_OPTION = re.compile(r"^\s*:[\w-]+:")
+
+
+@attrs.define
+class Block:
+    """One python code block: where it is and its source, dedented."""
+
+    path: Path
+    line: int
+    source: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def rst_files() -> List[Path]:
+    return [ROOT / "README.rst", *sorted(DOCS.rglob("*.rst"))]
+
+
+def python_blocks(path: Path) -> List[Block]:
+    """Return the python code blocks of one reStructuredText file."""
+    lines = path.read_text("utf-8").splitlines()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        match = _DIRECTIVE.match(lines[i])
+        i += 1
+        if not match or match.group("language") not in ("python", "python3", "py"):
+            continue
+        indent = len(match.group("indent"))
+        while i < len(lines) and (_OPTION.match(lines[i]) or not lines[i].strip()):
+            i += 1
+        start = i
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            i += 1
+        body = lines[start:i]
+        margin = min(len(line) - len(line.lstrip()) for line in body if line.strip())
+        source = "\n".join(line[margin:] for line in body).strip("\n") + "\n"
+        blocks.append(Block(path, start + 1, source))
+    return blocks
+
+
+ALL_BLOCKS = [block for path in rst_files() for block in python_blocks(path)]
+
+
+# -- setups -------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class Run:
+    """What a setup may change before a block runs, and check after it."""
+
+    source: str
+    namespace: Dict[str, object]
+    monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path
+    stack: contextlib.ExitStack
+    checks: List[Callable[[str], None]] = attrs.field(factory=list)
+
+    def replace(self, old: str, new: str) -> None:
+        """Substitute ``new`` for ``old`` in the source (``old`` must be there)."""
+        assert old in self.source, f"the block no longer contains {old!r}; update its setup"
+        self.source = self.source.replace(old, new)
+
+    def openai_server(self, *responses: List[bytes]) -> StreamServer:
+        """Start a local server streaming ``responses`` (Chat Completions SSE steps), one per request."""
+        server = self.stack.enter_context(StreamServer())
+        for steps in responses:
+            server.add_response(steps)
+
+        def all_answered(_: str) -> None:
+            assert len(server.requests) == len(responses), server.requests
+            assert all(r.path == "/v1/chat/completions" for r in server.requests)
+            assert server.errors == []
+
+        self.checks.append(all_answered)
+        return server
+
+
+def setup_nothing_but_check_the_readme_output(run: Run) -> None:
+    """The README's example runs as written; check that it printed the tool call and the answer."""
+    run.checks.append(lambda out: _expect(out, '[multiply {"a": 17, "b": 23}]\n391'))
+
+
+def setup_a_session(run: Run) -> None:
+    """The index page's teaser uses ``session`` and ``TextDelta`` defined elsewhere: give it both."""
+    run.namespace.update(session=AgentSession(MockProvider([MockProvider.text("17 * 23 = 391")])),
+                         TextDelta=TextDelta)
+    run.checks.append(lambda out: _expect(out, "17 * 23 = 391"))
+
+
+def setup_openai_from_the_environment(run: Run) -> None:
+    """``OpenAIProvider(model=...)`` with no URL: the environment points it at a local server, with a key."""
+    server = run.openai_server(text_response("chatcmpl-jupyter", ["A context manager ", "runs setup and teardown."],
+                                             (21, 9)))
+    run.monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    run.monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-test-key")
+
+    def sent_with_the_key(out: str) -> None:
+        _expect(out, "A context manager runs setup and teardown.")
+        assert server.requests[0].headers["authorization"] == "Bearer sk-docs-test-key"
+        assert server.requests[0].json["model"] == "gpt-4o-mini" and server.requests[0].json["stream"] is True
+
+    run.checks.append(sent_with_the_key)
+
+
+def setup_local_servers(run: Run) -> None:
+    """The vLLM, llama.cpp and Ollama URLs point at one local server; the block's turn goes to "Ollama"."""
+    server = run.openai_server(
+        tool_call_response("chatcmpl-local-1", [("call_1", "multiply", {"a": 17, "b": 23})], (80, 20)),
+        text_response("chatcmpl-local-2", ["17 * 23 ", "= 391"], (110, 8)),
+    )
+    for port in ("8000", "8080", "11434"):
+        run.replace(f"http://localhost:{port}/v1", f"{server.url}/v1")
+
+    def local_and_keyless(out: str) -> None:
+        _expect(out, '[multiply {"a": 17, "b": 23}]')
+        _expect(out, "17 * 23 = 391")
+        assert [r.json["model"] for r in server.requests] == ["llama3.2", "llama3.2"]
+        assert all("authorization" not in r.headers for r in server.requests)
+        assert server.requests[1].json["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "391"}
+
+    run.checks.append(local_and_keyless)
+
+
+def setup_npm_project(run: Run) -> None:
+    """Run where ``.ci/run`` installed the npm servers, so ``npx -y`` uses them; the notes folder is a tmp dir."""
+    if shutil.which("npx") is None:
+        pytest.skip("node/npx is not installed")
+    if not (NODE_DIR / "node_modules" / ".bin" / "mcp-server-filesystem").exists():
+        pytest.skip("the npm MCP servers are not installed (bash tests/node/install.sh)")
+    notes = run.tmp_path / "notes"
+    notes.mkdir()
+    run.replace('"/tmp/agcore-notes"', repr(str(notes)))
+    run.monkeypatch.chdir(NODE_DIR)
+    run.checks.append(lambda out: _expect(out, str(notes.resolve())))
+
+
+#: Blocks that run after a setup: (file, a text found only in that block) -> setup.
+SETUPS: Dict[Tuple[str, str], Callable[[Run], None]] = {
+    ("README.rst", "def multiply"): setup_nothing_but_check_the_readme_output,
+    ("docs/index.rst", 'session.submit_turn_stream("What is 17 * 23?")'): setup_a_session,
+    ("docs/howto/jupyter.rst", 'OpenAIProvider(model="gpt-4o-mini")'): setup_openai_from_the_environment,
+    ("docs/howto/local_models.rst", "localhost:11434"): setup_local_servers,
+    ("docs/howto/mcp_servers.rst", "@modelcontextprotocol/server-filesystem"): setup_npm_project,
+}
+
+#: Blocks that are compiled but not run: (file, a text found only in that block) -> why.
+NOT_RUN: Dict[Tuple[str, str], str] = {
+    ("docs/howto/web_streaming.rst", "StreamingHttpResponse"):
+        "needs Django, which is not a test dependency (the Flask app it mirrors runs in tests/examples)",
+    ("docs/howto/mcp_servers.rst", "mcp-server-fetch"):
+        "needs the mcp-server-fetch package from PyPI, not a test dependency, and the network",
+}
+
+
+def _expect(out: str, text: str) -> None:
+    assert text in out, f"expected {text!r} in the block's output:\n{out}"
+
+
+def _entry(table: Dict[Tuple[str, str], object], block: Block) -> Iterator[object]:
+    for (file, marker), value in table.items():
+        if block.path == ROOT / file and marker in block.source:
+            yield value
+
+
+# -- the tests ----------------------------------------------------------------------------------------
+
+
+def test_blocks_are_found_in_the_readme_and_the_docs():
+    files = {block.path.relative_to(ROOT).as_posix() for block in ALL_BLOCKS}
+    assert {"README.rst", "docs/quickstart.rst", "docs/tools.rst", "docs/howto/local_models.rst"} <= files
+
+
+@pytest.mark.parametrize("table", [SETUPS, NOT_RUN], ids=["SETUPS", "NOT_RUN"])
+def test_every_listed_block_exists_once_and_no_block_is_both_set_up_and_not_run(table):
+    for (file, marker) in table:
+        matches = [b for b in ALL_BLOCKS if b.path == ROOT / file and marker in b.source]
+        assert len(matches) == 1, f"{file}: {marker!r} matches {len(matches)} blocks; make the marker unique"
+    both = [b.where for b in ALL_BLOCKS if list(_entry(SETUPS, b)) and list(_entry(NOT_RUN, b))]
+    assert both == []
+
+
+@pytest.mark.parametrize("block", ALL_BLOCKS, ids=lambda b: b.where)
+def test_the_code_block_runs(block, monkeypatch, tmp_path):
+    code = compile(block.source, block.where, "exec")  # every block, listed ones too, is valid Python
+    reasons = list(_entry(NOT_RUN, block))
+    if reasons:
+        pytest.skip(f"listed in NOT_RUN: {reasons[0]}")
+    with contextlib.ExitStack() as stack:
+        run = Run(block.source, {"__name__": "__docs__"}, monkeypatch, tmp_path, stack)
+        for setup in _entry(SETUPS, block):
+            setup(run)
+            code = compile(run.source, block.where, "exec")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code, run.namespace)
+        for check in run.checks:
+            check(out.getvalue())
+
+
+def test_every_example_script_is_shown_in_the_docs_and_every_include_exists():
+    included = set()
+    for path in rst_files():
+        for match in re.finditer(r"^\s*\.\. literalinclude:: (\S+)", path.read_text("utf-8"), re.MULTILINE):
+            target = (path.parent / match.group(1)).resolve()
+            assert target.is_file(), f"{path.relative_to(ROOT)} includes a missing file: {match.group(1)}"
+            included.add(target)
+    scripts = {p.resolve() for p in EXAMPLES.glob("*.py")}
+    assert scripts - included == set(), "examples no page shows"
+
+
+def test_the_readme_is_valid_restructuredtext():
+    docutils_core = pytest.importorskip("docutils.core", reason="docutils comes with Sphinx (the docs extra)")
+    errors = io.StringIO()
+    docutils_core.publish_doctree((ROOT / "README.rst").read_text("utf-8"),
+                                  settings_overrides={"warning_stream": errors, "report_level": 2})
+    assert errors.getvalue() == ""
