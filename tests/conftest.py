@@ -1,4 +1,4 @@
-"""Suite-wide fixtures: a clean environment and a thread-leak check."""
+"""Suite-wide fixtures: a clean environment and a leak check (threads, processes, descriptors)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 import threading
 
 import pytest
+
+from tests import leaks
 
 #: How long a test's leftover threads get to finish before the test fails.
 THREAD_EXIT_TIMEOUT = 10.0
@@ -20,15 +22,21 @@ def clean_environ(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_threads():
-    """Fail a test that leaves a thread running after it ends."""
-    before = set(threading.enumerate())
+def no_leaks():
+    """Fail a test that leaves a thread, a child process or a file descriptor behind."""
+    threads_before = set(threading.enumerate())
+    children_before = leaks.children()
+    fds_before = leaks.open_fds()
     yield
     leaked = []
     for thread in threading.enumerate():
-        if thread in before or thread is threading.current_thread():
+        if thread in threads_before or thread is threading.current_thread():
             continue
         thread.join(THREAD_EXIT_TIMEOUT)
         if thread.is_alive():
             leaked.append(thread.name)
     assert not leaked, f"threads left running: {leaked}"
+    children = leaks.children() - children_before
+    assert not children, f"child processes left behind (not reaped): {sorted(children)}"
+    fds = leaks.new_fds(fds_before)
+    assert not fds, f"file descriptors left open: {fds}"
