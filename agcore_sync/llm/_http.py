@@ -194,7 +194,10 @@ class HttpProvider(LlmProvider):
         """Translate a ``requests`` / ``urllib3`` / socket exception and raise it."""
         text = mask(str(exc), self._api_key)
         timeouts = (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)
-        if isinstance(exc, timeouts):
+        # requests reports a read timeout while it reads the body as a
+        # ConnectionError wrapping urllib3's ReadTimeoutError.
+        cause = exc.args[0] if isinstance(exc, requests.ConnectionError) and exc.args else None
+        if isinstance(exc, timeouts) or isinstance(cause, timeouts):
             raise LlmTimeoutError(f"{self.provider_name} timed out after {self.timeout}s: {text}") from exc
         if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
                             urllib3.exceptions.HTTPError, OSError)):

@@ -6,15 +6,18 @@ as they come off the socket:
 - UTF-8 is decoded incrementally, so a character split across two network
   reads is whole; a leading BOM is dropped; invalid bytes become U+FFFD.
 - Lines end at CRLF, LF or CR (a CR at the end of one chunk and an LF at the
-  start of the next are one line end).
+  start of the next are one line end). A CR ends its line at once: an event
+  whose last CR ends a chunk is returned by that very ``feed``.
 - ``data:`` lines are joined with a newline; ``event:``, ``id:`` (ignored if it
   contains NUL) and ``retry:`` (digits only) are kept; lines starting with
   ``:`` are comments; a blank line dispatches the event, unless it has no
   data; a single space after the colon is removed.
 
 One documented difference: at the end of input, a pending event that has
-data is dispatched instead of discarded, because a server that closes right
-after its last ``data:`` line still meant it.
+data is dispatched instead of discarded (a last line without a line end
+counts as a line), because a server that closes right after its last
+``data:`` line still meant it. A caller that must tell a cut stream from a
+finished one checks the data (the providers wait for their end marker).
 
 This module does no I/O.
 """
@@ -55,6 +58,7 @@ class SseParser:
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._decoder_holds_bytes = False
         # Text of the unfinished last line, kept as pieces: joining them only
         # when a line end arrives keeps a long line over many reads linear.
         self._pending: List[str] = []
@@ -72,7 +76,20 @@ class SseParser:
 
     def feed(self, chunk: bytes) -> List[SseEvent]:
         """Parse one chunk of bytes; return the events it completed."""
-        return self._feed_text(self._decoder.decode(chunk))
+        if not self._decoder_holds_bytes:
+            try:
+                # Fast path: a chunk of whole, valid characters (nearly all are).
+                text = chunk.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            else:
+                return self._feed_text(text)
+        # A character cut at the end or invalid bytes: the incremental decoder
+        # keeps the start of a cut character for the next chunk and replaces
+        # invalid bytes; while it keeps bytes, every chunk goes through it.
+        text = self._decoder.decode(chunk)
+        self._decoder_holds_bytes = bool(self._decoder.getstate()[0])
+        return self._feed_text(text)
 
     def close(self) -> List[SseEvent]:
         """End the input; return what the end completed (see module doc)."""
@@ -119,7 +136,11 @@ class SseParser:
             # stream; they are handled here without a call per line.
             if not line:
                 if self._data:
-                    events.append(self._dispatch())
+                    events.append(SseEvent(self._event or "message", "\n".join(self._data),
+                                           self.last_event_id, self._retry))
+                    self._data = []
+                    self._event = ""
+                    self._retry = None
                 else:
                     self._event = ""
                     self._retry = None

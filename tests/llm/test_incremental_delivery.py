@@ -4,8 +4,9 @@ Each server script sends some bytes, then blocks on a ``threading.Event`` that
 the test sets only after it has *received* the first parsed event. If any
 layer buffered (``iter_lines``, a fixed-size ``read``, a provider collecting
 events before yielding), the first event would never arrive while the
-server waits, the server would give up after ``STEP_WAIT_TIMEOUT`` and reset
-the connection, and the test would fail with an error within seconds. No
+server waits; the server gives up after its bounded wait
+(``STEP_WAIT_TIMEOUT``, 5 s) and resets the connection, the client's read
+timeout is 5 s too, and the test fails with an error within seconds. No
 timing is measured and nothing sleeps.
 """
 
@@ -28,17 +29,15 @@ from agcore_sync.llm.events import (
     TextDelta,
 )
 from agcore_sync.llm.openai import OpenAIProvider
-from agcore_sync.llm.provider import LlmConnectionError
+from agcore_sync.llm.provider import LlmConnectionError, LlmTimeoutError
 from agcore_sync.llm.sse import SseEvent
 from agcore_sync.llm.types import Message, MessageRequest, StopReason, Usage
-from tests.support.stream_server import ABORT, STEP_WAIT_TIMEOUT, stream_server  # noqa: F401
+from tests.support.stream_server import ABORT, stream_server  # noqa: F401
 
 #: The client's read timeout: short, so a buffered read fails fast too.
 CLIENT_TIMEOUT = 5.0
 
 FRAMINGS = ["chunked", "close"]
-
-assert STEP_WAIT_TIMEOUT <= 5.0, "keep the server's wait short so a regression fails fast"
 
 
 class _RawSseProvider(HttpProvider):
@@ -286,3 +285,18 @@ def test_a_connection_reset_mid_event_raises_llm_connection_error_after_the_even
     finally:
         provider.close()
     assert stream_server.errors == ["POST /s: aborted by the script"]
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_a_stream_that_stalls_longer_than_the_read_timeout_raises_llm_timeout_error(stream_server, framing):  # noqa: F811
+    never = threading.Event()
+    stream_server.add_response([b"data: one\n\n", never, b"data: two\n\n"], framing=framing)
+    provider = _RawSseProvider(stream_server.url)
+    provider.timeout = 0.3  # the stall is the server waiting on `never`; this bounds the client's read
+    try:
+        stream = provider.events("/s")
+        assert next(stream).data == "one"
+        with pytest.raises(LlmTimeoutError):
+            next(stream)
+    finally:
+        provider.close()

@@ -164,12 +164,12 @@ class _Handler(BaseHTTPRequestHandler):
         )
         owner = self.server.owner
         script = owner._next_response(record)
-        if script is None:
-            record.error = "no scripted response left"
-            self._send_plain(500, b"stream_server: no scripted response left\n")
-            return
         try:
-            self._play(script, record)
+            if script is None:
+                record.error = "no scripted response left"
+                self._send_plain(500, b"stream_server: no scripted response left\n")
+            else:
+                self._play(script, record)
         except OSError as exc:  # the client closed its end; that is its right
             record.error = f"client went away: {exc!r}"
 
