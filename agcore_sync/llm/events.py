@@ -326,8 +326,11 @@ class PartialMessageResponse:
             self._blocks[event.index] = builder
             self._open = builder
         elif isinstance(event, ToolCallEnd):
+            # The first call with this id that has not ended yet: some servers
+            # give several calls of one response the same id.
             for builder in self._blocks.values():
-                if builder.kind == "tool_use" and builder.tool_call_id == event.tool_call_id:
+                if (builder.kind == "tool_use" and builder.tool_call_id == event.tool_call_id
+                        and builder.arguments is None):
                     builder.arguments = event.arguments
                     builder.tool_name = builder.tool_name or event.tool_name
                     return True

@@ -103,7 +103,9 @@ class OpenAIProvider(HttpProvider):
     :class:`~agcore_sync.llm.provider.LlmConnectionError`, also when the
     cut leaves half a JSON chunk; a chunk that is not JSON raises
     :class:`~agcore_sync.llm.provider.ResponseParseError`. An
-    ``{"error": ...}`` chunk raises the typed error for its ``code``.
+    ``{"error": ...}`` chunk raises the typed error for its ``code``. When
+    the usage chunk had arrived before such a failure, a ``CostUpdate``
+    with it is yielded just before the error, so billed tokens are counted.
 
     Args:
         model: default model name, used when a request's ``model`` is None.
@@ -191,14 +193,21 @@ class OpenAIProvider(HttpProvider):
         try:
             partial = PartialMessageResponse()
             assembler = _StreamAssembler(model)
-            for item in sse:
-                if item.data.strip() == _DONE:
-                    break
-                for event in assembler.feed(self._stream_chunk(item)):
-                    partial.apply(event)
-                    yield event
-            else:
-                raise self._stream_cut()
+            try:
+                for item in sse:
+                    if item.data.strip() == _DONE:
+                        break
+                    for event in assembler.feed(self._stream_chunk(item)):
+                        partial.apply(event)
+                        yield event
+                else:
+                    raise self._stream_cut()
+            except LlmError:
+                # The usage chunk arrived before the failure (a cut or a stall
+                # before [DONE]): those tokens were billed, so report them.
+                if assembler.usage is not None:
+                    yield CostUpdate(assembler.usage, self._cost(assembler.usage, partial.model or model))
+                raise
             for event in assembler.finish():
                 partial.apply(event)
                 yield event

@@ -242,7 +242,11 @@ class ToolLoop:
             for position, (i, invocation) in enumerate(zip(to_run, invocations)):
                 outcomes[i] = self._finish(calls[i], invocation, reached_registry=True,
                                            already_emitted=position in done)
-        results = [Message.tool_result(inv.tool_call_id or call.id, inv.content(), not inv.ok)
+        # Results were cut by _finish; an error's text (a tool may fail with
+        # a megabyte of message) is cut here, on its way to the model.
+        max_bytes = self.cycle.config.max_tool_result_bytes
+        results = [Message.tool_result(inv.tool_call_id or call.id,
+                                       inv.content() if inv.ok else cut_utf8(inv.content(), max_bytes), not inv.ok)
                    for call, inv in zip(calls, outcomes)]  # type: ignore[union-attr]
         for inv in outcomes:
             if inv is not None and inv.error is not None and not inv.error.recoverable:
