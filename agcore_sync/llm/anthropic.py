@@ -337,6 +337,10 @@ class _StreamTranslator:
         self._raw_usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
         return []
 
+    def usage_so_far(self) -> Optional[Usage]:
+        """Return the usage reported before the stream ended, or None."""
+        return _usage(self._raw_usage) if self._raw_usage and not self.done else None
+
     def _on_message_stop(self, data: Mapping[str, Any]) -> List[StreamEvent]:
         self.done = True
         usage = _usage(self._raw_usage)
@@ -458,24 +462,35 @@ class AnthropicProvider(HttpProvider):
         """
         body = self._request_body(request, stream=True)
         response = self._post(self.messages_url, body, stream=True)
+        translator = _StreamTranslator(self, body["model"])
         try:
-            translator = _StreamTranslator(self, body["model"])
-            for sse in self._sse_events(response):
-                data = self._chunk_json(sse.data)
-                if not isinstance(data, dict):
-                    raise ResponseParseError("Anthropic sent a stream chunk that is not a JSON object",
-                                             body=mask(sse.data[:1000], self._api_key))
-                try:
-                    events = translator.feed(data, sse.event)
-                except (KeyError, TypeError, AttributeError) as exc:
-                    raise ResponseParseError(f"Anthropic sent a {data.get('type')!r} event of an unknown shape",
-                                             body=_mask_value(data, self._api_key)) from exc
-                yield from events
-                if translator.done:
-                    return
-            raise self._stream_cut()
+            yield from self._translate(response, translator)
+        except LlmError:
+            # message_start reported the input tokens: they are billed even
+            # though the stream failed, so report them before the error.
+            usage = translator.usage_so_far()
+            if usage is not None:
+                yield CostUpdate(usage, self._cost(usage, translator.model))
+            raise
         finally:
             response.close()
+
+    def _translate(self, response: requests.Response, translator: _StreamTranslator) -> Iterator[StreamEvent]:
+        """Yield the events of ``response``'s SSE stream, translated."""
+        for sse in self._sse_events(response):
+            data = self._chunk_json(sse.data)
+            if not isinstance(data, dict):
+                raise ResponseParseError("Anthropic sent a stream chunk that is not a JSON object",
+                                         body=mask(sse.data[:1000], self._api_key))
+            try:
+                events = translator.feed(data, sse.event)
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise ResponseParseError(f"Anthropic sent a {data.get('type')!r} event of an unknown shape",
+                                         body=_mask_value(data, self._api_key)) from exc
+            yield from events
+            if translator.done:
+                return
+        raise self._stream_cut()
 
     # -- responses ------------------------------------------------------------
 

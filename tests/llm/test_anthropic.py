@@ -655,7 +655,8 @@ def test_an_error_event_mid_stream_raises_its_typed_error_from_the_iterator(prov
     assert info.value.retryable is retryable
     assert error_type in str(info.value) and "Something went wrong" in str(info.value)
     assert info.value.body == {"type": "error", "error": {"type": error_type, "message": "Something went wrong"}}
-    assert seen[-1] == TextDelta("Hel")
+    # The input tokens message_start reported are billed: they are reported before the error.
+    assert seen[-2:] == [TextDelta("Hel"), CostUpdate(Usage(25, 1), seen[-1].cost_usd)]
 
 
 def test_a_stream_cut_before_message_stop_is_a_retryable_connection_error(provider, mock):
@@ -666,8 +667,9 @@ def test_a_stream_cut_before_message_stop_is_a_retryable_connection_error(provid
         for event in provider.chat_stream(request()):
             seen.append(event)
     assert info.value.retryable is True
-    assert seen == [MessageStart("msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "claude-sonnet-4-5-20250929"),
-                    ContentBlockStart(0, "text"), TextDelta("Hello")]
+    assert seen[:3] == [MessageStart("msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "claude-sonnet-4-5-20250929"),
+                        ContentBlockStart(0, "text"), TextDelta("Hello")]
+    assert seen[3:] == [CostUpdate(Usage(25, 1), seen[3].cost_usd)]
 
 
 def test_a_chunk_that_is_not_json_is_a_response_parse_error(provider, mock):
@@ -675,8 +677,15 @@ def test_a_chunk_that_is_not_json_is_a_response_parse_error(provider, mock):
     add_stream(mock, raw=raw)
     stream = provider.chat_stream(request())
     assert isinstance(next(stream), MessageStart)
+    assert next(stream).usage == Usage(25, 1)  # the billed input, reported before the error
     with pytest.raises(ResponseParseError):
         next(stream)
+
+
+def test_a_failure_before_message_start_reports_no_usage(provider, mock):
+    add_stream(mock, raw=b"event: message_start\ndata: {\"type\": \"mess\n\n")
+    with pytest.raises(ResponseParseError):
+        list(provider.chat_stream(request()))
 
 
 def test_an_event_of_an_unknown_shape_is_a_response_parse_error(provider, mock):
