@@ -63,9 +63,10 @@ INPUT_RETRY_MAX_DELAY = 0.25
 #: Most ``tools/list`` pages followed before the client decides the server loops.
 MAX_TOOL_PAGES = 1000
 
-# A slot taken from the pending table has its event set immediately after;
+# A slot taken from the pending table is released immediately after;
 # this bounds that wait all the same.
 _HANDOFF_TIMEOUT = 1.0
+_allocate_lock = threading.Lock
 _NEW, _CONNECTING, _READY, _CLOSED = "new", "connecting", "ready", "closed"
 
 
@@ -97,20 +98,29 @@ class McpToolResult:
     def from_result(cls, result: Mapping[str, Any]) -> McpToolResult:
         """Build from a ``tools/call`` result dict as it came over the wire."""
         content = result.get("content")
+        # Positional and with the tuple already made: this runs once a call.
         return cls(
-            content=content if isinstance(content, list) else (),
-            structured_content=result.get("structuredContent"),
-            is_error=bool(result.get("isError", False)),
+            tuple(content) if isinstance(content, list) else (),
+            result.get("structuredContent"),
+            bool(result.get("isError", False)),
         )
 
 
 class _Slot:
-    """Where the reader leaves the answer to one request; its caller waits on ``event``."""
+    """Where the reader leaves the answer to one request.
 
-    __slots__ = ("event", "response")
+    ``done`` is created held; whoever takes the slot out of the pending table
+    (the reader with the response, or a failure) stores ``response`` and
+    releases it, exactly once, and the caller waits by acquiring it. A bare
+    lock is the cheapest handoff between threads (an Event wraps a Condition
+    around one, and costs a second lock and a waiter list per wait).
+    """
+
+    __slots__ = ("done", "response")
 
     def __init__(self) -> None:
-        self.event = threading.Event()
+        self.done = _allocate_lock()
+        self.done.acquire()
         #: The response message, or the McpConnectionError that ended the wait.
         self.response: Any = None
 
@@ -370,7 +380,7 @@ class McpClient:
         except BaseException:  # McpError from the transport, TypeError for arguments JSON cannot encode
             self._forget(request_id)
             raise
-        if not slot.event.wait(timeout):
+        if not slot.done.acquire(True, -1 if timeout is None else max(timeout, 0.0)):
             if self._forget(request_id):
                 if cancellable:
                     self._send_cancelled(request_id, f"no answer within {timeout} s")
@@ -380,9 +390,9 @@ class McpClient:
                     f"{'; the request was cancelled' if cancellable else ''}",
                     tool_name=tool_name,
                 )
-            # The reader (or a failure) took the slot just now and sets the
-            # event right after; the answer is in.
-            slot.event.wait(_HANDOFF_TIMEOUT)
+            # The reader (or a failure) took the slot just now and releases
+            # it right after; the answer is in.
+            slot.done.acquire(True, _HANDOFF_TIMEOUT)
         response = slot.response
         if isinstance(response, McpConnectionError):
             raise _copy_lost(response, tool_name=tool_name)
@@ -547,13 +557,17 @@ class McpClient:
         """Route one server message; runs on the transport's reader thread and never blocks."""
         if "method" not in message:
             request_id = message.get("id")
-            with self._pending_lock:
-                slot = self._pending.pop(request_id, None) if _hashable(request_id) else None
+            # Only ints and strings are ids (bool is an int subclass, not an id).
+            if type(request_id) is int or type(request_id) is str:
+                with self._pending_lock:
+                    slot = self._pending.pop(request_id, None)
+            else:
+                slot = None
             if slot is None:
                 logger.debug("dropped a response from %r to unknown or cancelled id %r", self.server_name, request_id)
                 return
             slot.response = message
-            slot.event.set()
+            slot.done.release()
             return
         if message["method"] == "notifications/tools/list_changed" and "id" not in message:
             # Here, in wire order, so no later response can see the old list.
@@ -580,7 +594,7 @@ class McpClient:
             pending, self._pending = self._pending, {}
         for slot in pending.values():
             slot.response = error
-            slot.event.set()
+            slot.done.release()
 
 
 def _copy_lost(error: McpConnectionError, tool_name: Optional[str] = None) -> McpConnectionError:
@@ -607,7 +621,3 @@ def _dict_or_empty(value: Any) -> Dict[str, Any]:
 
 def _is_tool(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("name"), str)
-
-
-def _hashable(value: Any) -> bool:
-    return isinstance(value, (int, str)) and not isinstance(value, bool)

@@ -58,6 +58,11 @@ Message = Dict[str, Any]
 
 # Built once: json.dumps with arguments builds a new encoder per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+# json.loads uses an equal decoder; raw_decode is its part that parses.
+_DECODER = json.JSONDecoder()
+# What may follow the object on a line for the fast path of parse_line.
+_LINE_ENDS = ("\n", "\r\n", "")
 # How much of a bad line a ParseFailure keeps, so a 10 MB line of garbage
 # does not end up whole in a log record.
 _PREVIEW_CHARS = 200
@@ -130,6 +135,16 @@ def parse_line(line: Union[bytes, str]) -> Union[Message, List[Message], ParseFa
         text = line.decode("utf-8") if isinstance(line, (bytes, bytearray)) else line
     except UnicodeDecodeError as exc:
         return ParseFailure(f"invalid UTF-8: {exc.reason}", _preview(line))
+    # Fast path for the usual line, one object and its line end: raw_decode
+    # skips json.loads' checks and its two whitespace scans. Anything else
+    # (leading blanks, trailing data, errors) takes the full path below.
+    try:
+        value, end = _DECODER.raw_decode(text)
+    except Exception:  # noqa: BLE001 - the full path below says what is wrong
+        pass
+    else:
+        if type(value) is dict and value.get("jsonrpc") == JSONRPC_VERSION and text[end:] in _LINE_ENDS:
+            return value
     try:
         value = json.loads(text)
     except RecursionError:

@@ -117,7 +117,13 @@ class StdioTransport(Transport):
         self.inherit_env = inherit_env
         self._env = _child_environment(inherit_env, env)
         self._proc: Optional[subprocess.Popen[bytes]] = None
+        # Encoded lines waiting for the holder of _write_lock (see send()).
+        self._outbox: Deque[bytes] = collections.deque()
         self._write_lock = threading.Lock()
+        # Why writing failed, once it has: later sends fail at once.
+        self._broken: Optional[str] = None
+        # on_closed is called at most once, by the reader or a failed write.
+        self._loss_reported = False
         self._state_lock = threading.Lock()
         # Set by close(): from then on the end of stdout is expected, not a loss.
         self._closing = threading.Event()
@@ -193,33 +199,69 @@ class StdioTransport(Transport):
     def send(self, message: Dict[str, Any], *, timeout: Optional[float] = None) -> None:
         """Write one message as a line on the server's stdin.
 
+        Senders never wait for one another. Each message joins a queue, and
+        the thread that holds the write lock writes everything queued in one
+        system call; a sender that finds the lock taken leaves its message to
+        that thread, which looks at the queue again after letting go of the
+        lock. So 32 threads sending at once cost a few writes, not 32 lock
+        handoffs, and messages go out in the order they were queued.
+
         Args:
             message: the JSON-RPC message.
-            timeout: how long to wait for another thread's write to finish
-                (None: as long as it takes). The write itself blocks while the
-                pipe is full, which is the server's backpressure.
+            timeout: unused, as no sender waits for another's write; kept
+                for the :class:`Transport` interface. The write itself blocks
+                while the pipe is full, which is the server's backpressure.
 
         Raises:
-            McpConnectionError: the transport is not running, the server has
-                gone (broken pipe), or ``timeout`` passed waiting for the pipe.
+            McpConnectionError: the transport is not running or closed, or
+                the write of this message failed (the server has gone). A
+                failed write loses the channel for good: later sends raise at
+                once, and ``on_closed`` is called, so calls whose messages
+                were in the same write fail too.
         """
         data = jsonrpc.encode(message)
         proc = self._proc
         if proc is None or self._closing.is_set():
             raise McpConnectionError(f"the stdio transport for {self.command!r} is not running")
+        broken = self._broken
+        if broken is not None:
+            raise self._lost(broken)
         stdin = proc.stdin
         assert stdin is not None
-        if not self._write_lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
-            raise McpConnectionError(f"timed out waiting to write to MCP server {self.command!r}")
-        try:
-            stdin.write(data)
-            stdin.flush()
-        except (OSError, ValueError) as exc:
-            # BrokenPipeError once the server is gone; ValueError once close()
-            # has closed the pipe under us.
-            raise self._lost(f"could not write to MCP server {self.command!r}: {exc}") from exc
-        finally:
-            self._write_lock.release()
+        outbox = self._outbox
+        outbox.append(data)
+        lock = self._write_lock
+        while outbox:
+            if not lock.acquire(False):
+                return  # the holder writes our message: it checks the queue after releasing
+            failure: Optional[Exception] = None
+            try:
+                # Only the lock holder takes from the queue, so it holds at
+                # least this many messages.
+                batch = [outbox.popleft() for _ in range(len(outbox))]
+                stdin.write(batch[0] if len(batch) == 1 else b"".join(batch))
+                stdin.flush()
+            except (OSError, ValueError) as exc:
+                # BrokenPipeError once the server is gone; ValueError once
+                # close() has closed the pipe under us.
+                failure = exc
+            finally:
+                lock.release()
+            if failure is not None:
+                self._write_failed(failure, own=any(item is data for item in batch))
+
+    def _write_failed(self, exc: Exception, *, own: bool) -> None:
+        reason = f"could not write to MCP server {self.command!r}: {exc}"
+        with self._state_lock:
+            first = self._broken is None
+            if first:
+                self._broken = reason
+        if first:
+            # Messages of other threads were lost with this write; their calls
+            # must fail now, not at their timeout.
+            self._report_loss(reason)
+        if own:
+            raise self._lost(reason) from exc
 
     def close(self) -> None:
         """Stop the server and join both threads; idempotent, bounded, callable from any thread.
@@ -333,6 +375,12 @@ class StdioTransport(Transport):
             self._read_lines(proc.stdout)
         except Exception as exc:  # noqa: BLE001 - delivered as the connection loss
             reason = f"could not be read ({type(exc).__name__}: {exc})"
+        self._report_loss(f"MCP server {self.command!r} {reason}")
+
+    def _report_loss(self, reason: str) -> None:
+        """Call ``on_closed`` once, unless ``close()`` came first; from the reader or a failed write."""
+        proc = self._proc
+        assert proc is not None
         if self._closing.is_set():
             return
         try:
@@ -341,11 +389,13 @@ class StdioTransport(Transport):
             exit_code = None
         if self._stderr_thread is not None:
             self._stderr_thread.join(STDERR_DRAIN_TIMEOUT)
-        if self._closing.is_set():
-            return
+        with self._state_lock:
+            if self._closing.is_set() or self._loss_reported:
+                return
+            self._loss_reported = True
         if exit_code is not None:
-            reason = f"exited with code {exit_code}"
-        error = self._lost(f"MCP server {self.command!r} {reason}", exit_code=exit_code)
+            reason = f"MCP server {self.command!r} exited with code {exit_code}"
+        error = self._lost(reason, exit_code=exit_code)
         on_closed = self._on_closed
         if on_closed is not None:
             try:
@@ -357,11 +407,18 @@ class StdioTransport(Transport):
         on_message = self._on_message
         assert on_message is not None
         readline = stdout.readline
+        parse_line = jsonrpc.parse_line
         while True:
             line = readline()
             if not line:
                 return
-            parsed = jsonrpc.parse_line(line)
+            parsed = parse_line(line)
+            if type(parsed) is dict:  # the usual case, first
+                try:
+                    on_message(parsed)
+                except Exception:  # noqa: BLE001 - one bad message must not stop the reader
+                    logger.exception("handling a message from MCP server %r failed", self.command)
+                continue
             if isinstance(parsed, jsonrpc.ParseFailure):
                 if line.strip():
                     logger.warning(
@@ -371,7 +428,7 @@ class StdioTransport(Transport):
                         parsed.preview,
                     )
                 continue
-            for message in parsed if isinstance(parsed, list) else (parsed,):
+            for message in parsed:  # a batch
                 try:
                     on_message(message)
                 except Exception:  # noqa: BLE001 - one bad message must not stop the reader
