@@ -101,6 +101,7 @@ _EXPORTS: Dict[str, str] = {
     "McpTool": "agcore_sync.tools.mcp.adapter",
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
+    "RestartPolicy": "agcore_sync.tools.mcp.restart",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -196,6 +197,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
+    from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
     from agcore_sync.tools.mcp.stdio import StdioTransport  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
     from agcore_sync.tools.registry import ToolInvocation, ToolRegistry  # noqa: F401

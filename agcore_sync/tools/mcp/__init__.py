@@ -8,6 +8,7 @@ from __future__ import annotations
 from agcore_sync.tools.mcp.adapter import McpTool
 from agcore_sync.tools.mcp.client import McpClient, McpToolResult
 from agcore_sync.tools.mcp.http import HttpTransport
+from agcore_sync.tools.mcp.restart import RestartPolicy
 from agcore_sync.tools.mcp.stdio import StdioTransport
 from agcore_sync.tools.mcp.transport import Transport
 
@@ -18,4 +19,5 @@ __all__ = [
     "Transport",
     "StdioTransport",
     "HttpTransport",
+    "RestartPolicy",
 ]

@@ -5,6 +5,8 @@ The transport's reader hands it every server request and notification
 (except ``tools/list_changed``, which the client handles in wire order);
 it runs them on one worker thread, ``agcore-mcp-worker-<n>``, started when
 first needed, so user handlers never run on (and never block) the reader.
+The same worker runs the client's restarts of a crashed server
+(:meth:`ServerResponder.run`), in queue order with the server's messages.
 The worker is a daemon, so a forgotten client never blocks interpreter
 exit; the client's ``close()`` stops and joins it through :meth:`close`.
 """
@@ -70,12 +72,28 @@ class ServerResponder:
         self._on_progress = on_progress
         self._lock = threading.Lock()
         self._worker: Optional[threading.Thread] = None
-        self._queue: queue.Queue[Optional[Dict[str, Any]]] = queue.Queue()
+        # Server messages (dicts), jobs (callables), or None: close()'s sentinel.
+        self._queue: queue.Queue[Any] = queue.Queue()
 
     def submit(self, message: Dict[str, Any]) -> None:
         """Queue a server request or notification; called on the reader thread, never blocks."""
         if self._cancel.is_set():
             return
+        self._ensure_worker()
+        self._queue.put(message)
+
+    def run(self, job: Callable[[], None]) -> None:
+        """Run ``job()`` on the worker after what is queued; never blocks.
+
+        The job must watch the cancel Event (``close()`` joins the worker
+        with a bound) and catch its own failures; one that escapes is logged.
+        """
+        if self._cancel.is_set():
+            return
+        self._ensure_worker()
+        self._queue.put(job)
+
+    def _ensure_worker(self) -> None:
         if self._worker is None:
             with self._lock:
                 if self._worker is None and not self._cancel.is_set():
@@ -83,7 +101,6 @@ class ServerResponder:
                         target=self._work, name=f"agcore-mcp-worker-{next(_worker_numbers)}", daemon=True
                     )
                     self._worker.start()
-        self._queue.put(message)
 
     def close(self) -> None:
         """Stop the worker after what is queued and join it, bounded by :data:`WORKER_JOIN_TIMEOUT`."""
@@ -148,6 +165,12 @@ class ServerResponder:
                 continue
             if message is None:
                 return
+            if not isinstance(message, dict):
+                try:
+                    message()
+                except Exception:  # noqa: BLE001 - the worker must outlive one failed job
+                    logger.exception("a job of the MCP client of %r failed", self.server_name)
+                continue
             try:
                 if "id" in message:
                     if not self._cancel.is_set():  # no one to answer after close()

@@ -11,15 +11,18 @@ needed.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
 
 from agcore_sync.tools.base import BaseTool
-from agcore_sync.tools.error import ToolExecutionError
+from agcore_sync.tools.error import McpConnectionError, ToolExecutionError
 
 if TYPE_CHECKING:
     from agcore_sync.tools.mcp.client import McpClient
 
 __all__ = ["McpTool"]
+
+logger = logging.getLogger("agcore_sync.mcp")
 
 
 class McpTool(BaseTool):
@@ -34,6 +37,12 @@ class McpTool(BaseTool):
         permissions: the permissions the tool declares. A server's
             annotations (``readOnlyHint``...) are hints from the server, not
             trust, so they never count here.
+        idempotent: the tool is safe to run twice: a call that fails with
+            :class:`~agcore_sync.tools.error.McpConnectionError` (the server
+            went away, perhaps after running it) is made once more, which
+            waits for the client's restart within its timeout. Never retried:
+            timeouts (the first call may still be running), JSON-RPC errors,
+            ``isError`` results. The server's ``idempotentHint`` never counts.
 
     ``execute`` returns the result's text, else its ``structuredContent``,
     else the list of content blocks. An ``isError`` result raises a
@@ -50,6 +59,7 @@ class McpTool(BaseTool):
         *,
         prefix: Optional[str] = None,
         permissions: Sequence[Any] = (),
+        idempotent: bool = False,
     ) -> None:
         #: The tool's name on the server (what ``tools/call`` is sent).
         self.server_tool_name: str = tool["name"]
@@ -60,6 +70,8 @@ class McpTool(BaseTool):
             dict(schema) if isinstance(schema, Mapping) else {"type": "object", "properties": {}}
         )
         self.required_permissions = tuple(permissions)
+        #: Whether a call is retried once after McpConnectionError.
+        self.idempotent = bool(idempotent)
         self.client = client
 
     def __repr__(self) -> str:
@@ -68,12 +80,22 @@ class McpTool(BaseTool):
     def execute(self, args: Dict[str, Any]) -> Any:
         """Call the tool on the server and return its text, structured content or blocks.
 
+        An idempotent tool's call that fails with
+        :class:`McpConnectionError` is made once more.
+
         Raises:
             ToolExecutionError: the server answered ``isError`` (recoverable).
             McpError: the server answered with a JSON-RPC error, timed out
-                (:class:`McpTimeoutError`) or is gone (:class:`McpConnectionError`).
+                (:class:`McpTimeoutError`) or is gone (:class:`McpConnectionError`;
+                for an idempotent tool, on the retry too).
         """
-        result = self.client.call_tool(self.server_tool_name, args)
+        try:
+            result = self.client.call_tool(self.server_tool_name, args)
+        except McpConnectionError as exc:
+            if not self.idempotent:
+                raise
+            logger.info("retrying idempotent MCP tool %r once: %s", self.name, exc)
+            result = self.client.call_tool(self.server_tool_name, args)
         if result.is_error:
             raise ToolExecutionError(
                 result.text or f"MCP tool {self.server_tool_name!r} of server {self.client.server_name!r} failed",

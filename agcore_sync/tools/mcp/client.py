@@ -15,14 +15,31 @@ answers server requests and runs the user's callbacks. ``close()`` stops
 and joins every thread the client owns, through the transport and the
 responder.
 
+Restart (``McpClient(restart=RestartPolicy(...))``, restartable transports
+only, i.e. stdio): when the server goes away, every pending call fails at
+once with :class:`McpConnectionError`, as without a policy. The reader's
+``on_closed`` only queues the restart on the responder's worker and
+returns; the worker waits the backoff on the client's cancel Event, calls
+``transport.start()`` again (which stops what is left of the old process
+and starts a new one), runs the handshake, drops the tools cache and opens
+the gate. Calls made meanwhile wait at that gate for at most their own
+timeout, then go to the new process (or fail with
+:class:`McpConnectionError`). Restarts are counted from the last call the
+server answered; after ``max_restarts`` of them with no answer in between,
+the client gives up and every call fails at once. ``close()`` during a
+restart sets the cancel Event (ending a backoff), fails the handshake's
+pending request, stops the transport and joins the worker.
+
 .. versionadded:: 0.1.0
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import attrs
@@ -34,6 +51,7 @@ from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 from agcore_sync.tools.mcp._handshake import negotiate
 from agcore_sync.tools.mcp._responder import ServerResponder
+from agcore_sync.tools.mcp.restart import RestartPolicy
 from agcore_sync.tools.mcp.transport import Transport
 
 if TYPE_CHECKING:
@@ -66,6 +84,11 @@ MAX_TOOL_PAGES = 1000
 # A slot taken from the pending table is released immediately after;
 # this bounds that wait all the same.
 _HANDOFF_TIMEOUT = 1.0
+#: Longest wait, after a request could not be written, for the transport to
+#: report the loss (it first reaps the exit code and drains stderr, bounded by
+#: the stdio transport's EXIT_CODE_TIMEOUT + STDERR_DRAIN_TIMEOUT); the
+#: call's own timeout bounds it too.
+LOSS_REPORT_TIMEOUT = 5.0
 _allocate_lock = threading.Lock
 _NEW, _CONNECTING, _READY, _CLOSED = "new", "connecting", "ready", "closed"
 
@@ -151,6 +174,11 @@ class McpClient:
             handshake version string offers that one; ``"auto"`` probes
             ``server/discover`` and speaks 2026-07-28 where offered, else
             falls back to ``initialize``; ``"2026-07-28"`` requires it.
+        restart: restart the server after it went away, as the
+            :class:`~agcore_sync.tools.mcp.restart.RestartPolicy` says (None:
+            a lost server stays lost). Needs a restartable transport
+            (:class:`StdioTransport`); see the module docstring for where the
+            restart runs and how calls wait for it.
 
     Capabilities declared are exactly those with a handler or data:
     ``roots: {}``, ``sampling: {}``, ``elicitation: {"form": {}}``.
@@ -159,7 +187,10 @@ class McpClient:
     at once; writes are serialised and each request waits on its own slot.
 
     Raises:
-        ValueError: ``protocol`` is not a known version or ``"auto"``.
+        ValueError: ``protocol`` is not a known version or ``"auto"``, or
+            ``restart`` is given with a transport that cannot start again
+            (``HttpTransport``).
+        TypeError: ``restart`` is not a ``RestartPolicy``.
     """
 
     def __init__(
@@ -174,11 +205,20 @@ class McpClient:
         sampling_handler: Optional[SamplingHandler] = None,
         on_progress: Optional[ProgressHandler] = None,
         protocol: Optional[str] = None,
+        restart: Optional[RestartPolicy] = None,
     ) -> None:
         if protocol is not None and protocol != "auto" and protocol not in proto.KNOWN_VERSIONS:
             raise ValueError(
                 f"protocol must be None, 'auto' or one of {', '.join(proto.KNOWN_VERSIONS)}; got {protocol!r}"
             )
+        if restart is not None:
+            if not isinstance(restart, RestartPolicy):
+                raise TypeError(f"restart must be a RestartPolicy or None, not {type(restart).__name__}")
+            if not getattr(transport, "restartable", False):
+                raise ValueError(
+                    f"restart needs a transport that can start the server again (StdioTransport); "
+                    f"{type(transport).__name__} cannot, so MCP client {server_name!r} cannot restart it"
+                )
         self.server_name = server_name
         self.transport = transport
         self.timeout = timeout
@@ -200,7 +240,20 @@ class McpClient:
         self._lifecycle_lock = threading.Lock()
         self._connect_lock = threading.Lock()
         self._state = _NEW
+        # Set when the server went away; cleared by a successful restart.
         self._lost: Optional[McpConnectionError] = None
+        self._restart = restart
+        # Restart bookkeeping, all guarded by _pending_lock. _restarting is
+        # True from a loss until the restart job ends (back, given up or
+        # closed); _loss_count counts losses, so a restart notices its new
+        # process dying during the handshake; _generation counts processes.
+        self._restarting = False
+        self._loss_count = 0
+        self._generation = 0
+        self._restart_count = 0
+        self._restarts_since_success = 0
+        # Calls waiting for a restart wait on this (over _pending_lock).
+        self._reconnected = threading.Condition(self._pending_lock)
         self._request_meta: Optional[Dict[str, Any]] = None
         self._negotiated_version: Optional[str] = None
         self._server_info: Optional[Dict[str, Any]] = None
@@ -256,6 +309,16 @@ class McpClient:
         """The server's ``instructions``, if any."""
         return self._instructions
 
+    @property
+    def restart_policy(self) -> Optional[RestartPolicy]:
+        """The restart policy given, or None."""
+        return self._restart
+
+    @property
+    def restart_count(self) -> int:
+        """How many times the server was restarted successfully (handshake done) so far."""
+        return self._restart_count
+
     def connect(self) -> McpClient:
         """Start the transport and run the version handshake; a no-op once connected.
 
@@ -293,15 +356,17 @@ class McpClient:
                 # Also when close() from another thread interrupted the handshake.
                 self.close()
                 raise
-            self._negotiated_version = agreement.version
-            self._server_info = agreement.server_info
-            self._server_capabilities = agreement.capabilities
-            self._instructions = agreement.instructions
-            self._request_meta = agreement.request_meta
+            self._adopt(agreement)
             with self._lifecycle_lock:
                 if self._state != _CONNECTING:
                     raise McpNotInitializedError(f"MCP client for {self.server_name!r} was closed while connecting")
                 self._state = _READY
+            # A loss between the handshake and _READY did not start a restart
+            # (_on_closed restarts only a ready client): start it here.
+            with self._pending_lock:
+                restart = self._lost is not None and self._claim_restart()
+            if restart:
+                self._responder.run(self._restart_loop)
         logger.debug("connected to MCP server %r (protocol %s)", self.server_name, self._negotiated_version)
         return self
 
@@ -318,6 +383,8 @@ class McpClient:
                 return
             self._state = _CLOSED
         self._cancel.set()
+        with self._pending_lock:
+            self._reconnected.notify_all()  # calls waiting for a restart
         self._fail_pending(McpConnectionError(f"MCP client for {self.server_name!r} was closed"))
         try:
             self.transport.close()
@@ -327,13 +394,13 @@ class McpClient:
 
     # -- requests ---------------------------------------------------------
 
-    def _check_ready(self) -> None:
+    def _check_ready(self, tool_name: Optional[str] = None) -> None:
         state = self._state
         if state == _READY:
             lost = self._lost
-            if lost is not None:
-                raise _copy_lost(lost)
-            return
+            if lost is not None and not self._restarting:
+                raise _copy_lost(lost, tool_name=tool_name)
+            return  # while a restart runs, _request waits for it
         if state == _CLOSED:
             raise McpNotInitializedError(
                 f"MCP client for {self.server_name!r} is closed; create a new McpClient to reconnect"
@@ -351,8 +418,23 @@ class McpClient:
         cancellable: bool = True,
         progress: bool = False,
         tool_name: Optional[str] = None,
+        epoch: Optional[int] = None,
+        resend: bool = True,
     ) -> Dict[str, Any]:
-        """Send one request and wait for its result; the heart of the client."""
+        """Send one request and wait for its result; the heart of the client.
+
+        ``epoch`` is set only for a restart's handshake: the request then
+        passes the restart gate, and fails if the server was lost again since
+        the restart began (the loss count moved past ``epoch``).
+
+        With a restart policy, a request that could not be written (the
+        server had died, its loss not yet reported) never reached the server,
+        so once (``resend``) it waits for the loss report and the restart,
+        within its timeout, and is sent to the new process.
+        """
+        if epoch is None and self._lost is not None and self._restarting:
+            timeout = self._await_restart(timeout, tool_name)
+        original = params
         request_id = next(self._ids)
         if self._request_meta is not None or progress:
             params = dict(params or {})
@@ -364,13 +446,25 @@ class McpClient:
             params["_meta"] = meta
         slot = _Slot()
         with self._pending_lock:
-            if self._lost is not None:
-                raise _copy_lost(self._lost)
+            lost = self._lost
+            if lost is not None and (epoch is None or self._loss_count != epoch):
+                raise _copy_lost(lost, tool_name=tool_name)
             self._pending[request_id] = slot
+            generation = self._generation
+            losses = self._loss_count
+        sent_at = time.monotonic() if self._restart is not None else 0.0
         try:
             self.transport.send(jsonrpc.request(request_id, method, params), timeout=timeout)
         except McpConnectionError as exc:
             self._forget(request_id)
+            if resend and epoch is None and self._restart is not None:
+                left = None if timeout is None else timeout - (time.monotonic() - sent_at)
+                if self._await_loss_report(losses, left):
+                    left = None if timeout is None else max(timeout - (time.monotonic() - sent_at), 0.0)
+                    return self._request(
+                        method, original, timeout=left, cancellable=cancellable, progress=progress,
+                        tool_name=tool_name, resend=False,
+                    )
             raise McpConnectionError(
                 f"MCP server {self.server_name!r} is gone: {exc}",
                 tool_name=tool_name,
@@ -398,6 +492,11 @@ class McpClient:
             raise _copy_lost(response, tool_name=tool_name)
         if not isinstance(response, dict):  # unreachable: a taken slot always gets its answer
             raise McpError(f"MCP server {self.server_name!r}: no answer recorded for {method}", tool_name=tool_name)
+        if self._restarts_since_success and epoch is None:
+            # The server answered a call: restarts count from zero again.
+            with self._pending_lock:
+                if generation == self._generation:
+                    self._restarts_since_success = 0
         error = response.get("error")
         if error is not None:
             code, message, data = _error_parts(error)
@@ -416,6 +515,43 @@ class McpClient:
                 code=jsonrpc.INVALID_REQUEST,
             )
         return result
+
+    def _await_loss_report(self, losses: int, timeout: Optional[float]) -> bool:
+        """Wait until a loss after the ``losses``-th is reported; False if not in time or closed."""
+        wait = LOSS_REPORT_TIMEOUT if timeout is None else min(timeout, LOSS_REPORT_TIMEOUT)
+        deadline = time.monotonic() + max(wait, 0.0)
+        with self._reconnected:
+            while self._loss_count == losses and not self._cancel.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._reconnected.wait(remaining)
+        return not self._cancel.is_set()
+
+    def _await_restart(self, timeout: Optional[float], tool_name: Optional[str]) -> Optional[float]:
+        """Wait (at most ``timeout``) while the server is being restarted; return the time left.
+
+        Raises:
+            McpConnectionError: the restart did not finish in time, or the
+                client was closed meanwhile.
+        """
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        with self._reconnected:
+            while self._lost is not None and self._restarting and not self._cancel.is_set():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    lost = self._lost
+                    raise McpConnectionError(
+                        f"MCP server {self.server_name!r} is being restarted and was not back within {timeout} s "
+                        f"({lost.message})",
+                        tool_name=tool_name,
+                        exit_code=lost.exit_code,
+                        stderr_tail=lost.stderr_tail,
+                    )
+                self._reconnected.wait(remaining)
+        if self._cancel.is_set():
+            raise McpConnectionError(f"MCP client for {self.server_name!r} was closed", tool_name=tool_name)
+        return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
     def _forget(self, request_id: Any) -> bool:
         with self._pending_lock:
@@ -505,10 +641,12 @@ class McpClient:
             McpError: the server answered with a JSON-RPC error (``.code``,
                 ``.data``); recoverable.
             McpConnectionError: the server is gone (``.exit_code``,
-                ``.stderr_tail``); this client stays unusable.
+                ``.stderr_tail``); without a restart policy this client
+                stays unusable; with one, this call failed and later calls
+                go to the restarted server.
             McpNotInitializedError: before ``connect()`` or after ``close()``.
         """
-        self._check_ready()
+        self._check_ready(name)
         wait = self.timeout if timeout is None else timeout
         params: Dict[str, Any] = {"name": name, "arguments": dict(args or {})}
         progress = self._on_progress is not None
@@ -539,17 +677,43 @@ class McpClient:
             result = self._request("tools/call", retry, timeout=wait, progress=progress, tool_name=name)
         return McpToolResult.from_result(result)
 
-    def into_tools(self, prefix: Optional[str] = None, *, permissions: Sequence[Any] = ()) -> List[McpTool]:
+    def into_tools(
+        self,
+        prefix: Optional[str] = None,
+        *,
+        permissions: Sequence[Any] = (),
+        idempotent: Sequence[str] = (),
+    ) -> List[McpTool]:
         """Return one :class:`~agcore_sync.tools.mcp.adapter.McpTool` per server tool.
 
         Args:
             prefix: prepended verbatim to every tool name (None: the server's names).
             permissions: the permissions every adapter declares; a server's
                 annotations are hints, never trusted for this.
+            idempotent: server names of the tools that are safe to run
+                twice; their adapters retry a call once after
+                :class:`McpConnectionError` (after waiting for a restart).
+                A server's ``idempotentHint`` never counts.
+
+        Raises:
+            ValueError: ``idempotent`` names a tool the server does not have.
+            TypeError: ``idempotent`` is a single string, not a sequence of names.
         """
         from agcore_sync.tools.mcp.adapter import McpTool
 
-        return [McpTool(self, tool, prefix=prefix, permissions=permissions) for tool in self._tool_dicts()]
+        if isinstance(idempotent, str):
+            raise TypeError("idempotent must be a sequence of tool names, not a single string")
+        tools = self._tool_dicts()
+        retry = set(idempotent)
+        unknown = retry - {tool["name"] for tool in tools}
+        if unknown:
+            raise ValueError(
+                f"idempotent names tools that MCP server {self.server_name!r} does not have: {sorted(unknown)}"
+            )
+        return [
+            McpTool(self, tool, prefix=prefix, permissions=permissions, idempotent=tool["name"] in retry)
+            for tool in tools
+        ]
 
     # -- what the server sends --------------------------------------------
 
@@ -578,16 +742,131 @@ class McpClient:
         self._responder.submit(message)
 
     def _on_closed(self, error: McpConnectionError) -> None:
+        """Fail every pending call and queue a restart; runs on the transport's reader (or a failed writer)."""
+        remedy = "restarting it" if self._restart is not None else "create a new McpClient to reconnect"
         lost = McpConnectionError(
-            f"MCP server {self.server_name!r} is gone: {error}; create a new McpClient to reconnect",
+            f"MCP server {self.server_name!r} is gone: {error}; {remedy}",
             exit_code=error.exit_code,
             stderr_tail=error.stderr_tail,
         )
         logger.warning("%s", lost)
         with self._pending_lock:
-            if self._lost is None:
-                self._lost = lost
+            self._loss_count += 1
+            self._lost = lost
+            restart = self._claim_restart()
+            self._reconnected.notify_all()  # calls whose request could not be written wait for this
         self._fail_pending(lost)
+        if restart:
+            self._responder.run(self._restart_loop)
+
+    # -- restart ------------------------------------------------------------
+
+    def _claim_restart(self) -> bool:
+        """Decide (under ``_pending_lock``) to start a restart job; True if this caller must queue it."""
+        if self._restart is None or self._restarting or self._state != _READY or self._cancel.is_set():
+            return False
+        self._restarting = True
+        return True
+
+    def _restart_loop(self) -> None:
+        """Bring the server back, as the policy allows; runs on the responder's worker.
+
+        Each attempt waits its backoff on the cancel Event, starts the
+        transport again and runs the handshake. It ends when an attempt
+        succeeded (the gate opens), when the policy is used up (the loss
+        becomes final) or when the client is closed; whichever way it ends,
+        calls waiting at the gate are woken.
+        """
+        back = False
+        try:
+            back = self._restart_attempts()
+        finally:
+            if not back:
+                # A job that brought the server back opened the gate itself; a
+                # new loss may have claimed the next restart since, so its flag
+                # must not be touched here.
+                with self._pending_lock:
+                    self._restarting = False
+                    self._reconnected.notify_all()
+
+    def _restart_attempts(self) -> bool:
+        """Try to restart until back (True), given up or closed (False)."""
+        policy = self._restart
+        assert policy is not None
+        failure = "none"
+        while True:
+            with self._pending_lock:
+                attempt = self._restarts_since_success
+                if self._cancel.is_set():
+                    return False
+                given_up = attempt >= policy.max_restarts
+                if given_up:
+                    lost = self._lost
+                    assert lost is not None
+                    self._lost = McpConnectionError(
+                        f"MCP server {self.server_name!r} is gone and was not restarted again: {attempt} "
+                        f"restart(s) without a successful call in between (max_restarts={policy.max_restarts}; "
+                        f"last restart failure: {failure}); last loss: {lost.message}",
+                        exit_code=lost.exit_code,
+                        stderr_tail=lost.stderr_tail,
+                    )
+                else:
+                    self._restarts_since_success = attempt + 1
+                    epoch = self._loss_count
+            if given_up:
+                logger.warning("%s", self._lost)
+                return False
+            delay = policy.backoff(attempt)
+            logger.warning(
+                "restarting MCP server %r in %.3g s (restart %d of at most %d in a row)",
+                self.server_name, delay, attempt + 1, policy.max_restarts,
+            )
+            if self._cancel.wait(delay):
+                return False
+            try:
+                self.transport.start(self._on_message, self._on_closed)
+                agreement = negotiate(
+                    self.protocol,
+                    functools.partial(self._request, epoch=epoch),
+                    self.transport,
+                    server_name=self.server_name,
+                    client_info=self._client_info,
+                    capabilities=self._capabilities,
+                    timeout=self.timeout,
+                )
+            except Exception as exc:  # noqa: BLE001 - a failed attempt; the policy decides what next
+                failure = f"{type(exc).__name__}: {exc}"
+                if not self._cancel.is_set():
+                    logger.warning("restart %d of MCP server %r failed: %s", attempt + 1, self.server_name, failure)
+                continue
+            self._adopt(agreement)
+            with self._cache_lock:
+                self._tools_generation += 1
+                self._tools_cache = None
+                self._tools_expiry = None
+            with self._pending_lock:
+                if self._cancel.is_set():
+                    return False
+                back = self._loss_count == epoch
+                if back:
+                    self._lost = None
+                    self._generation += 1
+                    self._restart_count += 1
+                    # Open the gate now, in the same critical section.
+                    self._restarting = False
+                    self._reconnected.notify_all()
+            if not back:
+                failure = "the new server went away right after the handshake"
+                continue
+            logger.info("restarted MCP server %r (pid %s)", self.server_name, getattr(self.transport, "pid", None))
+            return True
+
+    def _adopt(self, agreement: Any) -> None:
+        self._negotiated_version = agreement.version
+        self._server_info = agreement.server_info
+        self._server_capabilities = agreement.capabilities
+        self._instructions = agreement.instructions
+        self._request_meta = agreement.request_meta
 
     def _fail_pending(self, error: McpConnectionError) -> None:
         with self._pending_lock:

@@ -10,6 +10,13 @@ SIGKILL the group, reap. Every wait is bounded by a named constant, so
 no process of the group (a server behind ``npx`` or a shell wrapper included)
 survives it.
 
+The transport is restartable: a second :meth:`StdioTransport.start` (the
+client's restart after a crash) stops what is left of the previous process
+in the same order, joins its threads, and starts a fresh process with fresh
+threads. Everything that belongs to one process (pipes, write queue, threads,
+whether its loss was reported) lives in one ``_Run``, so a late report or
+write of an old process never touches the new one.
+
 .. versionadded:: 0.1.0
 """
 
@@ -76,6 +83,30 @@ _thread_numbers = itertools.count(1)
 _pause = threading.Event()
 
 
+class _Run:
+    """One server process and what belongs to it; each ``start()`` makes a new one."""
+
+    __slots__ = ("proc", "outbox", "write_lock", "broken", "loss_reported", "threads", "stderr_thread",
+                 "stop_lock", "stopped")
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        # Encoded lines waiting for the holder of write_lock (see send()).
+        self.outbox: Deque[bytes] = collections.deque()
+        self.write_lock = threading.Lock()
+        # Why writing failed, once it has: later sends fail at once.
+        self.broken: Optional[str] = None
+        # on_closed is called at most once per run, by the reader or a failed
+        # write; also set when the run is being stopped (its end is expected).
+        self.loss_reported = False
+        self.threads: List[threading.Thread] = []
+        self.stderr_thread: Optional[threading.Thread] = None
+        # Held while stopping, so close() and a restart stopping the same
+        # process at once both return only when it is stopped.
+        self.stop_lock = threading.Lock()
+        self.stopped = False
+
+
 class StdioTransport(Transport):
     """Run an MCP server as a subprocess and talk JSON-RPC over its stdin/stdout.
 
@@ -90,12 +121,13 @@ class StdioTransport(Transport):
             such as ``OPENAI_API_KEY`` do not leak into servers; ``"all"``
             everything; ``"none"`` nothing but ``env``.
 
-    The transport owns two threads, ``agcore-mcp-stdout-<n>`` (one message
-    per stdout line, no length cap; a line that is not JSON-RPC is logged on
-    ``agcore_sync.mcp`` and skipped) and ``agcore-mcp-stderr-<n>`` (each
-    stderr line logged at DEBUG and kept in :attr:`stderr_tail`). Both are
-    daemons so a forgotten transport never blocks interpreter exit;
-    :meth:`close` still stops and joins them.
+    The transport owns two threads per server process,
+    ``agcore-mcp-stdout-<n>`` (one message per stdout line, no length cap; a
+    line that is not JSON-RPC is logged on ``agcore_sync.mcp`` and skipped)
+    and ``agcore-mcp-stderr-<n>`` (each stderr line logged at DEBUG and kept
+    in :attr:`stderr_tail`). Both are daemons so a forgotten transport never
+    blocks interpreter exit; :meth:`close`, or the next :meth:`start`, still
+    stops and joins them.
 
     Raises:
         ValueError: ``inherit_env`` is not one of the three modes.
@@ -116,37 +148,34 @@ class StdioTransport(Transport):
         self.cwd = cwd
         self.inherit_env = inherit_env
         self._env = _child_environment(inherit_env, env)
-        self._proc: Optional[subprocess.Popen[bytes]] = None
-        # Encoded lines waiting for the holder of _write_lock (see send()).
-        self._outbox: Deque[bytes] = collections.deque()
-        self._write_lock = threading.Lock()
-        # Why writing failed, once it has: later sends fail at once.
-        self._broken: Optional[str] = None
-        # on_closed is called at most once, by the reader or a failed write.
-        self._loss_reported = False
+        # The current server process (None before start()); replaced by a restart.
+        self._run: Optional[_Run] = None
         self._state_lock = threading.Lock()
         # Set by close(): from then on the end of stdout is expected, not a loss.
         self._closing = threading.Event()
         self._closed = False
         self._stderr_lines: Deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_lock = threading.Lock()
-        self._threads: List[threading.Thread] = []
-        self._stderr_thread: Optional[threading.Thread] = None
         self._on_message: Optional[MessageHandler] = None
         self._on_closed: Optional[ClosedHandler] = None
+
+    #: A second :meth:`start` starts a fresh server process (see the module docstring).
+    restartable = True
 
     def __repr__(self) -> str:
         return f"StdioTransport({self.command!r}, args={self.args!r}, pid={self.pid})"
 
     @property
     def pid(self) -> Optional[int]:
-        """The server's process id (also its process group id), or None before start."""
-        return self._proc.pid if self._proc is not None else None
+        """The current server's process id (also its process group id), or None before start."""
+        run = self._run
+        return run.proc.pid if run is not None else None
 
     @property
     def returncode(self) -> Optional[int]:
-        """The server's exit status as ``Popen.returncode`` gives it (None while it runs)."""
-        return self._proc.poll() if self._proc is not None else None
+        """The current server's exit status as ``Popen.returncode`` gives it (None while it runs)."""
+        run = self._run
+        return run.proc.poll() if run is not None else None
 
     @property
     def stderr_tail(self) -> str:
@@ -155,18 +184,33 @@ class StdioTransport(Transport):
             return "\n".join(self._stderr_lines)
 
     def start(self, on_message: MessageHandler, on_closed: ClosedHandler) -> None:
-        """Start the server and the reader and stderr threads.
+        """Start the server and its reader and stderr threads.
+
+        Called again (a restart), it first stops what is left of the previous
+        server process as :meth:`close` would (its end is then not reported
+        as a loss) and joins its threads, then starts a fresh process; the
+        stderr tail starts empty.
 
         Raises:
             McpConnectionError: the program could not be started (not found,
-                not executable, bad ``cwd``), or the transport was already
-                started or closed.
+                not executable, bad ``cwd``), or the transport was closed
+                (also while the previous process was being stopped).
         """
         with self._state_lock:
-            if self._closed or self._proc is not None:
-                raise McpConnectionError(f"the stdio transport for {self.command!r} was already started or closed")
+            if self._closed:
+                raise McpConnectionError(f"the stdio transport for {self.command!r} is closed")
+            old = self._run
+            if old is not None:
+                old.loss_reported = True  # from here its end is a stop, not a loss
+        if old is not None:
+            self._stop_run(old)
+        with self._state_lock:
+            if self._closed:
+                raise McpConnectionError(f"the stdio transport for {self.command!r} was closed while restarting")
+            if self._run is not old:
+                raise McpConnectionError(f"the stdio transport for {self.command!r} was started twice at once")
             try:
-                self._proc = subprocess.Popen(
+                proc = subprocess.Popen(
                     [self.command, *self.args],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -178,20 +222,26 @@ class StdioTransport(Transport):
                 )
             except (OSError, ValueError, subprocess.SubprocessError) as exc:
                 raise McpConnectionError(f"could not start MCP server {self.command!r}: {exc}") from exc
+            run = _Run(proc)
+            self._run = run
             self._on_message = on_message
             self._on_closed = on_closed
+            with self._stderr_lock:
+                self._stderr_lines.clear()
             number = next(_thread_numbers)
-            self._stderr_thread = threading.Thread(
-                target=self._drain_stderr, name=f"agcore-mcp-stderr-{number}", daemon=True
+            run.stderr_thread = threading.Thread(
+                target=self._drain_stderr, args=(run,), name=f"agcore-mcp-stderr-{number}", daemon=True
             )
-            reader = threading.Thread(target=self._read_stdout, name=f"agcore-mcp-stdout-{number}", daemon=True)
-            self._threads = [self._stderr_thread, reader]
+            reader = threading.Thread(
+                target=self._read_stdout, args=(run,), name=f"agcore-mcp-stdout-{number}", daemon=True
+            )
+            run.threads = [run.stderr_thread, reader]
             try:
-                for thread in self._threads:
+                for thread in run.threads:
                     thread.start()
                 return
             except RuntimeError as exc:  # the interpreter could not start a thread
-                self._threads = [thread for thread in self._threads if thread.ident is not None]
+                run.threads = [thread for thread in run.threads if thread.ident is not None]
                 failure = exc
         self.close()  # outside the state lock, which close() takes
         raise McpConnectionError(f"could not start the reader of MCP server {self.command!r}: {failure}") from failure
@@ -220,17 +270,17 @@ class StdioTransport(Transport):
                 were in the same write fail too.
         """
         data = jsonrpc.encode(message)
-        proc = self._proc
-        if proc is None or self._closing.is_set():
+        run = self._run
+        if run is None or self._closing.is_set():
             raise McpConnectionError(f"the stdio transport for {self.command!r} is not running")
-        broken = self._broken
+        broken = run.broken
         if broken is not None:
-            raise self._lost(broken)
-        stdin = proc.stdin
+            raise self._lost(run, broken)
+        stdin = run.proc.stdin
         assert stdin is not None
-        outbox = self._outbox
+        outbox = run.outbox
         outbox.append(data)
-        lock = self._write_lock
+        lock = run.write_lock
         while outbox:
             if not lock.acquire(False):
                 return  # the holder writes our message: it checks the queue after releasing
@@ -248,20 +298,20 @@ class StdioTransport(Transport):
             finally:
                 lock.release()
             if failure is not None:
-                self._write_failed(failure, own=any(item is data for item in batch))
+                self._write_failed(run, failure, own=any(item is data for item in batch))
 
-    def _write_failed(self, exc: Exception, *, own: bool) -> None:
+    def _write_failed(self, run: _Run, exc: Exception, *, own: bool) -> None:
         reason = f"could not write to MCP server {self.command!r}: {exc}"
         with self._state_lock:
-            first = self._broken is None
+            first = run.broken is None
             if first:
-                self._broken = reason
+                run.broken = reason
         if first:
             # Messages of other threads were lost with this write; their calls
             # must fail now, not at their timeout.
-            self._report_loss(reason)
+            self._report_loss(run, reason)
         if own:
-            raise self._lost(reason) from exc
+            raise self._lost(run, reason) from exc
 
     def close(self) -> None:
         """Stop the server and join both threads; idempotent, bounded, callable from any thread.
@@ -278,10 +328,25 @@ class StdioTransport(Transport):
                 return
             self._closed = True
             self._closing.set()
-            proc = self._proc
-        if proc is None:
-            return
-        self._close_stdin(proc)
+            run = self._run
+        if run is not None:
+            # A restart may be stopping this same (old) run: then this waits
+            # until it is stopped, and the restart finds the transport closed.
+            self._stop_run(run)
+
+    def _stop_run(self, run: _Run) -> None:
+        """Stop one server process in the specification's order and join its threads; once per run."""
+        with run.stop_lock:
+            if run.stopped:
+                return
+            try:
+                self._stop_process(run)
+            finally:
+                run.stopped = True
+
+    def _stop_process(self, run: _Run) -> None:
+        proc = run.proc
+        self._close_stdin(run)
         try:
             proc.wait(PROCESS_TERMINATION_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -291,7 +356,7 @@ class StdioTransport(Transport):
             proc.wait(KILL_REAP_TIMEOUT)
         except subprocess.TimeoutExpired:
             logger.warning("MCP server %r (pid %d) survived SIGKILL; abandoning it", self.command, proc.pid)
-        for thread in self._threads:
+        for thread in run.threads:
             if thread is not threading.current_thread():
                 thread.join(THREAD_JOIN_TIMEOUT)
                 if thread.is_alive():
@@ -304,11 +369,12 @@ class StdioTransport(Transport):
                 except OSError:
                     pass
 
-    def _close_stdin(self, proc: subprocess.Popen[bytes]) -> None:
-        stdin = proc.stdin
+    @staticmethod
+    def _close_stdin(run: _Run) -> None:
+        stdin = run.proc.stdin
         if stdin is None:
             return
-        if not self._write_lock.acquire(timeout=STDIN_CLOSE_TIMEOUT):
+        if not run.write_lock.acquire(timeout=STDIN_CLOSE_TIMEOUT):
             # A writer is stuck on a full pipe; killing the group unblocks it.
             return
         try:
@@ -316,7 +382,7 @@ class StdioTransport(Transport):
         except OSError:
             pass
         finally:
-            self._write_lock.release()
+            run.write_lock.release()
 
     def _stop_group(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGTERM the group, wait, SIGKILL what is left; reap members that are our children."""
@@ -367,35 +433,33 @@ class StdioTransport(Transport):
             _reap_group_children(pgid)
         return False
 
-    def _read_stdout(self) -> None:
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None
+    def _read_stdout(self, run: _Run) -> None:
+        stdout = run.proc.stdout
+        assert stdout is not None
         reason = "closed its stdout"
         try:
-            self._read_lines(proc.stdout)
+            self._read_lines(stdout)
         except Exception as exc:  # noqa: BLE001 - delivered as the connection loss
             reason = f"could not be read ({type(exc).__name__}: {exc})"
-        self._report_loss(f"MCP server {self.command!r} {reason}")
+        self._report_loss(run, f"MCP server {self.command!r} {reason}")
 
-    def _report_loss(self, reason: str) -> None:
-        """Call ``on_closed`` once, unless ``close()`` came first; from the reader or a failed write."""
-        proc = self._proc
-        assert proc is not None
-        if self._closing.is_set():
+    def _report_loss(self, run: _Run, reason: str) -> None:
+        """Call ``on_closed`` once per run, unless it is being stopped; from the reader or a failed write."""
+        if self._closing.is_set() or run.loss_reported:
             return
         try:
-            exit_code: Optional[int] = proc.wait(EXIT_CODE_TIMEOUT)
+            exit_code: Optional[int] = run.proc.wait(EXIT_CODE_TIMEOUT)
         except subprocess.TimeoutExpired:
             exit_code = None
-        if self._stderr_thread is not None:
-            self._stderr_thread.join(STDERR_DRAIN_TIMEOUT)
+        if run.stderr_thread is not None and run.stderr_thread is not threading.current_thread():
+            run.stderr_thread.join(STDERR_DRAIN_TIMEOUT)
         with self._state_lock:
-            if self._closing.is_set() or self._loss_reported:
+            if self._closing.is_set() or run.loss_reported or run is not self._run:
                 return
-            self._loss_reported = True
+            run.loss_reported = True
         if exit_code is not None:
             reason = f"MCP server {self.command!r} exited with code {exit_code}"
-        error = self._lost(reason, exit_code=exit_code)
+        error = self._lost(run, reason, exit_code=exit_code)
         on_closed = self._on_closed
         if on_closed is not None:
             try:
@@ -434,10 +498,10 @@ class StdioTransport(Transport):
                 except Exception:  # noqa: BLE001 - one bad message must not stop the reader
                     logger.exception("handling a message from MCP server %r failed", self.command)
 
-    def _drain_stderr(self) -> None:
-        proc = self._proc
-        assert proc is not None and proc.stderr is not None
-        read = proc.stderr.readline
+    def _drain_stderr(self, run: _Run) -> None:
+        stderr = run.proc.stderr
+        assert stderr is not None
+        read = stderr.readline
         partial = b""
         cut = False
         try:
@@ -465,9 +529,9 @@ class StdioTransport(Transport):
         with self._stderr_lock:
             self._stderr_lines.append(line)
 
-    def _lost(self, message: str, *, exit_code: Optional[int] = None) -> McpConnectionError:
-        if exit_code is None and self._proc is not None:
-            exit_code = self._proc.poll()
+    def _lost(self, run: _Run, message: str, *, exit_code: Optional[int] = None) -> McpConnectionError:
+        if exit_code is None:
+            exit_code = run.proc.poll()
         return McpConnectionError(message, exit_code=exit_code, stderr_tail=self.stderr_tail)
 
 

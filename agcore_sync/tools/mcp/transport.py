@@ -3,14 +3,16 @@
 A transport moves whole JSON-RPC messages (dicts) both ways. It never
 interprets them beyond what its wire needs (the HTTP transport reads
 ``Mcp-Session-Id`` and the protocol version header). The client owns the
-transport: it calls :meth:`Transport.start` once, :meth:`Transport.send`
-from any thread, and :meth:`Transport.close` once at the end.
+transport: it calls :meth:`Transport.start` once (again after a loss, to
+restart the server, if the transport is :attr:`~Transport.restartable`),
+:meth:`Transport.send` from any thread, and :meth:`Transport.close` once at
+the end.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, ClassVar, Dict, Optional
 
 from agcore_sync.tools.error import McpConnectionError
 
@@ -25,14 +27,19 @@ ClosedHandler = Callable[[McpConnectionError], None]
 class Transport(abc.ABC):
     """A two-way channel of JSON-RPC messages to one MCP server."""
 
+    #: True if :meth:`start` may be called again after the channel was lost
+    #: (``on_closed``), to open a fresh one to a new server process; what
+    #: ``McpClient(restart=...)`` needs. :meth:`close` stays final.
+    restartable: ClassVar[bool] = False
+
     @abc.abstractmethod
     def start(self, on_message: MessageHandler, on_closed: ClosedHandler) -> None:
         """Open the channel and start delivering server messages.
 
         ``on_message`` is called on a transport-owned thread (or, for HTTP,
         possibly on the sending thread) in the order the server sent them;
-        it must not block. ``on_closed`` is called at most once, when the
-        server goes away without ``close()``.
+        it must not block. ``on_closed`` is called at most once per start,
+        when the server goes away without ``close()``.
 
         Raises:
             McpConnectionError: the server could not be started or reached.
