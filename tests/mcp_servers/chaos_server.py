@@ -275,6 +275,7 @@ def call_tool(request_id: Any, params: Dict[str, Any]) -> None:
     elif name == "close_stdin":
         os.close(0)
         write(encode({"id": request_id, "result": {"content": [{"type": "text", "text": "stdin closed"}]}}))
+        # The server is meant to linger after closing stdin (not synchronisation).
         time.sleep(float(args.get("linger", 0.5)))
         os._exit(0)
     elif name == "pid":

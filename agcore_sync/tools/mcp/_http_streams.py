@@ -15,6 +15,7 @@ that runs them (a mixin, so the transport module stays about sending).
 
 from __future__ import annotations
 
+import abc
 import itertools
 import json
 import logging
@@ -156,7 +157,7 @@ def content_type(response: requests.Response) -> str:
     return response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
 
 
-class StreamReading:
+class StreamReading(abc.ABC):
     """The stream-reading half of :class:`~agcore_sync.tools.mcp.http.HttpTransport`.
 
     It starts, runs, resumes and forgets reader threads; the transport
@@ -174,17 +175,21 @@ class StreamReading:
     _listening: bool
     _listener_settled: threading.Event
 
+    @abc.abstractmethod
     def _headers(self, accept: str, *, with_session: bool = True) -> Dict[str, str]:
-        raise NotImplementedError  # provided by the transport
+        """Return the headers of a request to the server. (provided by the transport)."""
 
+    @abc.abstractmethod
     def _status_error(self, response: requests.Response, what: str, had_session: bool) -> Dict[str, Any]:
-        raise NotImplementedError  # provided by the transport
+        """Return the JSON-RPC error for an HTTP error status. (provided by the transport)."""
 
+    @abc.abstractmethod
     def _deliver(self, message: Any) -> None:
-        raise NotImplementedError  # provided by the transport
+        """Hand one server message to the client. (provided by the transport)."""
 
+    @abc.abstractmethod
     def _deliver_error(self, request_id: Any, message: str, *, code: int = CONNECTION_CLOSED) -> None:
-        raise NotImplementedError  # provided by the transport
+        """Fail one request with a JSON-RPC error. (provided by the transport)."""
 
     def _spawn(self, role: str, target: Any, stream: Stream, response: Optional[requests.Response]) -> None:
         thread = threading.Thread(target=self._reader_main, args=(target, stream, response),
