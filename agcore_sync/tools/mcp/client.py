@@ -35,22 +35,20 @@ pending request, stops the transport and joins the worker.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import threading
-import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
-
-import attrs
 
 import agcore_sync
 from agcore_sync.llm.types import ToolDef
-from agcore_sync.tools.error import McpConnectionError, McpError, McpNotInitializedError, McpTimeoutError
-from agcore_sync.tools.mcp import jsonrpc
+from agcore_sync.tools.error import McpConnectionError, McpError, McpNotInitializedError
 from agcore_sync.tools.mcp import protocol as proto
 from agcore_sync.tools.mcp._handshake import negotiate
+from agcore_sync.tools.mcp._pending import _CLOSED, _CONNECTING, _NEW, _READY, _RequestMixin, _Slot
 from agcore_sync.tools.mcp._responder import ServerResponder
+from agcore_sync.tools.mcp._restart_runner import LOSS_REPORT_TIMEOUT, _RestartMixin  # noqa: F401 - re-exported
+from agcore_sync.tools.mcp._result import McpToolResult
 from agcore_sync.tools.mcp.restart import RestartPolicy
 from agcore_sync.tools.mcp.transport import Transport
 
@@ -81,74 +79,8 @@ INPUT_RETRY_MAX_DELAY = 0.25
 #: Most ``tools/list`` pages followed before the client decides the server loops.
 MAX_TOOL_PAGES = 1000
 
-# A slot taken from the pending table is released immediately after;
-# this bounds that wait all the same.
-_HANDOFF_TIMEOUT = 1.0
-#: Longest wait, after a request could not be written, for the transport to
-#: report the loss (it first reaps the exit code and drains stderr, bounded by
-#: the stdio transport's EXIT_CODE_TIMEOUT + STDERR_DRAIN_TIMEOUT); the
-#: call's own timeout bounds it too.
-LOSS_REPORT_TIMEOUT = 5.0
-_allocate_lock = threading.Lock
-_NEW, _CONNECTING, _READY, _CLOSED = "new", "connecting", "ready", "closed"
 
-
-@attrs.frozen
-class McpToolResult:
-    """What a ``tools/call`` returned.
-
-    Attributes:
-        content: the server's content blocks, as dicts (``{"type": "text",
-            "text": ...}``, images, resources...), in order.
-        structured_content: the ``structuredContent`` value, if the tool
-            returned one (tools with an ``outputSchema``).
-        is_error: True when the tool itself failed (``isError``); the text
-            then says why.
-    """
-
-    content: Tuple[Dict[str, Any], ...] = attrs.field(converter=tuple, default=())
-    structured_content: Any = None
-    is_error: bool = False
-
-    @property
-    def text(self) -> str:
-        """The text blocks joined with newlines (empty if there are none)."""
-        return "\n".join(
-            block.get("text", "") for block in self.content if isinstance(block, dict) and block.get("type") == "text"
-        )
-
-    @classmethod
-    def from_result(cls, result: Mapping[str, Any]) -> McpToolResult:
-        """Build from a ``tools/call`` result dict as it came over the wire."""
-        content = result.get("content")
-        # Positional and with the tuple already made: this runs once a call.
-        return cls(
-            tuple(content) if isinstance(content, list) else (),
-            result.get("structuredContent"),
-            bool(result.get("isError", False)),
-        )
-
-
-class _Slot:
-    """Where the reader leaves the answer to one request.
-
-    ``done`` is created held; whoever takes the slot out of the pending table
-    (the reader with the response, or a failure) stores ``response`` and
-    releases it, exactly once, and the caller waits by acquiring it. A bare
-    lock is the cheapest handoff between threads (an Event wraps a Condition
-    around one, and costs a second lock and a waiter list per wait).
-    """
-
-    __slots__ = ("done", "response")
-
-    def __init__(self) -> None:
-        self.done = _allocate_lock()
-        self.done.acquire()
-        #: The response message, or the McpConnectionError that ended the wait.
-        self.response: Any = None
-
-
-class McpClient:
+class McpClient(_RestartMixin, _RequestMixin):
     """A client of one MCP server: handshake, tools, calls, server requests.
 
     Args:
@@ -392,180 +324,6 @@ class McpClient:
             logger.exception("closing the transport of MCP server %r failed", self.server_name)
         self._responder.close()
 
-    # -- requests ---------------------------------------------------------
-
-    def _check_ready(self, tool_name: Optional[str] = None) -> None:
-        state = self._state
-        if state == _READY:
-            lost = self._lost
-            if lost is not None and not self._restarting:
-                raise _copy_lost(lost, tool_name=tool_name)
-            return  # while a restart runs, _request waits for it
-        if state == _CLOSED:
-            raise McpNotInitializedError(
-                f"MCP client for {self.server_name!r} is closed; create a new McpClient to reconnect"
-            )
-        raise McpNotInitializedError(
-            f"MCP client for {self.server_name!r} is not connected; call connect() or use it in a with block"
-        )
-
-    def _request(
-        self,
-        method: str,
-        params: Optional[Dict[str, Any]],
-        *,
-        timeout: Optional[float],
-        cancellable: bool = True,
-        progress: bool = False,
-        tool_name: Optional[str] = None,
-        epoch: Optional[int] = None,
-        resend: bool = True,
-    ) -> Dict[str, Any]:
-        """Send one request and wait for its result; the heart of the client.
-
-        ``epoch`` is set only for a restart's handshake: the request then
-        passes the restart gate, and fails if the server was lost again since
-        the restart began (the loss count moved past ``epoch``).
-
-        With a restart policy, a request that could not be written (the
-        server had died, its loss not yet reported) never reached the server,
-        so once (``resend``) it waits for the loss report and the restart,
-        within its timeout, and is sent to the new process.
-        """
-        if epoch is None and self._lost is not None and self._restarting:
-            timeout = self._await_restart(timeout, tool_name)
-        original = params
-        request_id = next(self._ids)
-        if self._request_meta is not None or progress:
-            params = dict(params or {})
-            meta = dict(params.get("_meta") or {})
-            if self._request_meta is not None:
-                meta.update(self._request_meta)
-            if progress:
-                meta["progressToken"] = request_id
-            params["_meta"] = meta
-        slot = _Slot()
-        with self._pending_lock:
-            lost = self._lost
-            if lost is not None and (epoch is None or self._loss_count != epoch):
-                raise _copy_lost(lost, tool_name=tool_name)
-            self._pending[request_id] = slot
-            generation = self._generation
-            losses = self._loss_count
-        sent_at = time.monotonic() if self._restart is not None else 0.0
-        try:
-            self.transport.send(jsonrpc.request(request_id, method, params), timeout=timeout)
-        except McpConnectionError as exc:
-            self._forget(request_id)
-            if resend and epoch is None and self._restart is not None:
-                left = None if timeout is None else timeout - (time.monotonic() - sent_at)
-                if self._await_loss_report(losses, left):
-                    left = None if timeout is None else max(timeout - (time.monotonic() - sent_at), 0.0)
-                    return self._request(
-                        method, original, timeout=left, cancellable=cancellable, progress=progress,
-                        tool_name=tool_name, resend=False,
-                    )
-            raise McpConnectionError(
-                f"MCP server {self.server_name!r} is gone: {exc}",
-                tool_name=tool_name,
-                exit_code=exc.exit_code,
-                stderr_tail=exc.stderr_tail,
-            ) from exc
-        except BaseException:  # McpError from the transport, TypeError for arguments JSON cannot encode
-            self._forget(request_id)
-            raise
-        if not slot.done.acquire(True, -1 if timeout is None else max(timeout, 0.0)):
-            if self._forget(request_id):
-                if cancellable:
-                    self._send_cancelled(request_id, f"no answer within {timeout} s")
-                raise McpTimeoutError(
-                    f"MCP server {self.server_name!r} did not answer {method}"
-                    f"{f' for tool {tool_name!r}' if tool_name else ''} within {timeout} s"
-                    f"{'; the request was cancelled' if cancellable else ''}",
-                    tool_name=tool_name,
-                )
-            # The reader (or a failure) took the slot just now and releases
-            # it right after; the answer is in.
-            slot.done.acquire(True, _HANDOFF_TIMEOUT)
-        response = slot.response
-        if isinstance(response, McpConnectionError):
-            raise _copy_lost(response, tool_name=tool_name)
-        if not isinstance(response, dict):  # unreachable: a taken slot always gets its answer
-            raise McpError(f"MCP server {self.server_name!r}: no answer recorded for {method}", tool_name=tool_name)
-        if self._restarts_since_success and epoch is None:
-            # The server answered a call: restarts count from zero again.
-            with self._pending_lock:
-                if generation == self._generation:
-                    self._restarts_since_success = 0
-        error = response.get("error")
-        if error is not None:
-            code, message, data = _error_parts(error)
-            raise McpError(
-                f"MCP server {self.server_name!r} answered {method}"
-                f"{f' for tool {tool_name!r}' if tool_name else ''} with error {code}: {message}",
-                tool_name=tool_name,
-                code=code,
-                data=data,
-            )
-        result = response.get("result")
-        if not isinstance(result, dict):
-            raise McpError(
-                f"MCP server {self.server_name!r} answered {method} with a result that is not an object",
-                tool_name=tool_name,
-                code=jsonrpc.INVALID_REQUEST,
-            )
-        return result
-
-    def _await_loss_report(self, losses: int, timeout: Optional[float]) -> bool:
-        """Wait until a loss after the ``losses``-th is reported; False if not in time or closed."""
-        wait = LOSS_REPORT_TIMEOUT if timeout is None else min(timeout, LOSS_REPORT_TIMEOUT)
-        deadline = time.monotonic() + max(wait, 0.0)
-        with self._reconnected:
-            while self._loss_count == losses and not self._cancel.is_set():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._reconnected.wait(remaining)
-        return not self._cancel.is_set()
-
-    def _await_restart(self, timeout: Optional[float], tool_name: Optional[str]) -> Optional[float]:
-        """Wait (at most ``timeout``) while the server is being restarted; return the time left.
-
-        Raises:
-            McpConnectionError: the restart did not finish in time, or the
-                client was closed meanwhile.
-        """
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
-        with self._reconnected:
-            while self._lost is not None and self._restarting and not self._cancel.is_set():
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    lost = self._lost
-                    raise McpConnectionError(
-                        f"MCP server {self.server_name!r} is being restarted and was not back within {timeout} s "
-                        f"({lost.message})",
-                        tool_name=tool_name,
-                        exit_code=lost.exit_code,
-                        stderr_tail=lost.stderr_tail,
-                    )
-                self._reconnected.wait(remaining)
-        if self._cancel.is_set():
-            raise McpConnectionError(f"MCP client for {self.server_name!r} was closed", tool_name=tool_name)
-        return None if deadline is None else max(deadline - time.monotonic(), 0.0)
-
-    def _forget(self, request_id: Any) -> bool:
-        with self._pending_lock:
-            return self._pending.pop(request_id, None) is not None
-
-    def _send_cancelled(self, request_id: Any, reason: str) -> None:
-        try:
-            self.transport.send(
-                jsonrpc.notification("notifications/cancelled", {"requestId": request_id, "reason": reason}),
-                timeout=self.timeout,
-            )
-        except McpError as exc:
-            logger.debug("could not send notifications/cancelled to %r: %s", self.server_name, exc)
-
     # -- tools ------------------------------------------------------------
 
     def list_tools(self) -> List[ToolDef]:
@@ -715,183 +473,12 @@ class McpClient:
             for tool in tools
         ]
 
-    # -- what the server sends --------------------------------------------
-
-    def _on_message(self, message: Dict[str, Any]) -> None:
-        """Route one server message; runs on the transport's reader thread and never blocks."""
-        if "method" not in message:
-            request_id = message.get("id")
-            # Only ints and strings are ids (bool is an int subclass, not an id).
-            if type(request_id) is int or type(request_id) is str:
-                with self._pending_lock:
-                    slot = self._pending.pop(request_id, None)
-            else:
-                slot = None
-            if slot is None:
-                logger.debug("dropped a response from %r to unknown or cancelled id %r", self.server_name, request_id)
-                return
-            slot.response = message
-            slot.done.release()
-            return
-        if message["method"] == "notifications/tools/list_changed" and "id" not in message:
-            # Here, in wire order, so no later response can see the old list.
-            with self._cache_lock:
-                self._tools_generation += 1
-                self._tools_cache = None
-            return
-        self._responder.submit(message)
-
-    def _on_closed(self, error: McpConnectionError) -> None:
-        """Fail every pending call and queue a restart; runs on the transport's reader (or a failed writer)."""
-        remedy = "restarting it" if self._restart is not None else "create a new McpClient to reconnect"
-        lost = McpConnectionError(
-            f"MCP server {self.server_name!r} is gone: {error}; {remedy}",
-            exit_code=error.exit_code,
-            stderr_tail=error.stderr_tail,
-        )
-        logger.warning("%s", lost)
-        with self._pending_lock:
-            self._loss_count += 1
-            self._lost = lost
-            restart = self._claim_restart()
-            self._reconnected.notify_all()  # calls whose request could not be written wait for this
-        self._fail_pending(lost)
-        if restart:
-            self._responder.run(self._restart_loop)
-
-    # -- restart ------------------------------------------------------------
-
-    def _claim_restart(self) -> bool:
-        """Decide (under ``_pending_lock``) to start a restart job; True if this caller must queue it."""
-        if self._restart is None or self._restarting or self._state != _READY or self._cancel.is_set():
-            return False
-        self._restarting = True
-        return True
-
-    def _restart_loop(self) -> None:
-        """Bring the server back, as the policy allows; runs on the responder's worker.
-
-        Each attempt waits its backoff on the cancel Event, starts the
-        transport again and runs the handshake. It ends when an attempt
-        succeeded (the gate opens), when the policy is used up (the loss
-        becomes final) or when the client is closed; whichever way it ends,
-        calls waiting at the gate are woken.
-        """
-        back = False
-        try:
-            back = self._restart_attempts()
-        finally:
-            if not back:
-                # A job that brought the server back opened the gate itself; a
-                # new loss may have claimed the next restart since, so its flag
-                # must not be touched here.
-                with self._pending_lock:
-                    self._restarting = False
-                    self._reconnected.notify_all()
-
-    def _restart_attempts(self) -> bool:
-        """Try to restart until back (True), given up or closed (False)."""
-        policy = self._restart
-        assert policy is not None
-        failure = "none"
-        while True:
-            with self._pending_lock:
-                attempt = self._restarts_since_success
-                if self._cancel.is_set():
-                    return False
-                given_up = attempt >= policy.max_restarts
-                if given_up:
-                    lost = self._lost
-                    assert lost is not None
-                    self._lost = McpConnectionError(
-                        f"MCP server {self.server_name!r} is gone and was not restarted again: {attempt} "
-                        f"restart(s) without a successful call in between (max_restarts={policy.max_restarts}; "
-                        f"last restart failure: {failure}); last loss: {lost.message}",
-                        exit_code=lost.exit_code,
-                        stderr_tail=lost.stderr_tail,
-                    )
-                else:
-                    self._restarts_since_success = attempt + 1
-                    epoch = self._loss_count
-            if given_up:
-                logger.warning("%s", self._lost)
-                return False
-            delay = policy.backoff(attempt)
-            logger.warning(
-                "restarting MCP server %r in %.3g s (restart %d of at most %d in a row)",
-                self.server_name, delay, attempt + 1, policy.max_restarts,
-            )
-            if self._cancel.wait(delay):
-                return False
-            try:
-                self.transport.start(self._on_message, self._on_closed)
-                agreement = negotiate(
-                    self.protocol,
-                    functools.partial(self._request, epoch=epoch),
-                    self.transport,
-                    server_name=self.server_name,
-                    client_info=self._client_info,
-                    capabilities=self._capabilities,
-                    timeout=self.timeout,
-                )
-            except Exception as exc:  # noqa: BLE001 - a failed attempt; the policy decides what next
-                failure = f"{type(exc).__name__}: {exc}"
-                if not self._cancel.is_set():
-                    logger.warning("restart %d of MCP server %r failed: %s", attempt + 1, self.server_name, failure)
-                continue
-            self._adopt(agreement)
-            with self._cache_lock:
-                self._tools_generation += 1
-                self._tools_cache = None
-                self._tools_expiry = None
-            with self._pending_lock:
-                if self._cancel.is_set():
-                    return False
-                back = self._loss_count == epoch
-                if back:
-                    self._lost = None
-                    self._generation += 1
-                    self._restart_count += 1
-                    # Open the gate now, in the same critical section.
-                    self._restarting = False
-                    self._reconnected.notify_all()
-            if not back:
-                failure = "the new server went away right after the handshake"
-                continue
-            logger.info("restarted MCP server %r (pid %s)", self.server_name, getattr(self.transport, "pid", None))
-            return True
-
     def _adopt(self, agreement: Any) -> None:
         self._negotiated_version = agreement.version
         self._server_info = agreement.server_info
         self._server_capabilities = agreement.capabilities
         self._instructions = agreement.instructions
         self._request_meta = agreement.request_meta
-
-    def _fail_pending(self, error: McpConnectionError) -> None:
-        with self._pending_lock:
-            pending, self._pending = self._pending, {}
-        for slot in pending.values():
-            slot.response = error
-            slot.done.release()
-
-
-def _copy_lost(error: McpConnectionError, tool_name: Optional[str] = None) -> McpConnectionError:
-    # A fresh instance per raise: one exception object raised in many threads
-    # would share (and garble) its traceback.
-    return McpConnectionError(
-        error.message,
-        tool_name=tool_name or error.tool_name,
-        exit_code=error.exit_code,
-        stderr_tail=error.stderr_tail,
-    )
-
-
-def _error_parts(error: Any) -> Tuple[Optional[int], str, Any]:
-    if not isinstance(error, dict):
-        return None, str(error), None
-    code = error.get("code")
-    return (code if isinstance(code, int) else None), str(error.get("message", "")), error.get("data")
 
 
 def _dict_or_empty(value: Any) -> Dict[str, Any]:
