@@ -160,7 +160,7 @@ class AgentSession:
             if self._turn_open:
                 raise AgentError("a turn is already open: exhaust or close its stream first")
             self._turn_open = True
-        self._cycle._history = slot.messages  # the loops read and extend the current slot
+        self._cycle.use_history(slot.messages)  # the loops read and extend the current slot
         self._cycle.turn_index = self.turn_index
         try:
             self._cycle.fire(HookEvent.ON_TURN_START)
@@ -240,7 +240,7 @@ class AgentSession:
         if self._turn_open or self._ended_responses.get(id(response)) is response:
             return
         self._slots.writable_current()
-        self._cycle._history = self._slots.current.messages
+        self._cycle.use_history(self._slots.current.messages)
         self._cycle.turn_index = self.turn_index
         loop = ToolLoop(self._cycle, self.registry)
         loop.final_response = response

@@ -146,6 +146,13 @@ class LlmCycle:
         for message in messages:
             self.push_message(message)
 
+    def use_history(self, messages: List[Message]) -> None:
+        """Make ``messages`` (a list, kept, not copied) the history the cycle reads and extends.
+
+        A session binds its current slot's list here before each turn.
+        """
+        self._history = messages
+
     def clear(self) -> None:
         """Forget the history (the system prompt stays)."""
         self._history.clear()

@@ -66,6 +66,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -275,8 +276,8 @@ def call_tool(request_id: Any, params: Dict[str, Any]) -> None:
     elif name == "close_stdin":
         os.close(0)
         write(encode({"id": request_id, "result": {"content": [{"type": "text", "text": "stdin closed"}]}}))
-        # The server is meant to linger after closing stdin (not synchronisation).
-        time.sleep(float(args.get("linger", 0.5)))
+        # The server lingers after closing stdin: a bounded wait, not synchronisation.
+        threading.Event().wait(float(args.get("linger", 0.5)))
         os._exit(0)
     elif name == "pid":
         write(encode({"id": request_id, "result": {"content": [{"type": "text", "text": str(os.getpid())}]}}))
