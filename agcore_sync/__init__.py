@@ -34,15 +34,15 @@ _EXPORTS: Dict[str, str] = {
     "PromptBuilder": "agcore_sync.prompt.builder",
     "PromptBundle": "agcore_sync.prompt.bundle",
     "PromptError": "agcore_sync.prompt.errors",
-    "CycleConfig": "agcore_sync.llm.cycle",
-    "LlmCycle": "agcore_sync.llm.cycle",
+    "CycleConfig": "agcore_sync.loop.cycle",
+    "LlmCycle": "agcore_sync.loop.cycle",
     "ContentBlockEnd": "agcore_sync.llm.events",
     "ContentBlockStart": "agcore_sync.llm.events",
     "CostUpdate": "agcore_sync.llm.events",
     "Error": "agcore_sync.llm.events",
     "MessageComplete": "agcore_sync.llm.events",
     "MessageStart": "agcore_sync.llm.events",
-    "PartialMessageResponse": "agcore_sync.llm.events",
+    "PartialMessageResponse": "agcore_sync.llm.partial",
     "StreamEvent": "agcore_sync.llm.events",
     "TextDelta": "agcore_sync.llm.events",
     "ThinkingDelta": "agcore_sync.llm.events",
@@ -52,19 +52,19 @@ _EXPORTS: Dict[str, str] = {
     "ToolExecutionStarted": "agcore_sync.llm.events",
     "MockProvider": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
-    "AuthenticationError": "agcore_sync.llm.provider",
-    "LlmConnectionError": "agcore_sync.llm.provider",
-    "LlmError": "agcore_sync.llm.provider",
+    "AuthenticationError": "agcore_sync.llm.errors",
+    "LlmConnectionError": "agcore_sync.llm.errors",
+    "LlmError": "agcore_sync.llm.errors",
     "LlmProvider": "agcore_sync.llm.provider",
-    "LlmTimeoutError": "agcore_sync.llm.provider",
-    "MaxToolTurnsExceeded": "agcore_sync.llm.provider",
-    "ProviderError": "agcore_sync.llm.provider",
-    "RateLimitError": "agcore_sync.llm.provider",
-    "ResponseParseError": "agcore_sync.llm.provider",
-    "ServerError": "agcore_sync.llm.provider",
+    "LlmTimeoutError": "agcore_sync.llm.errors",
+    "MaxToolTurnsExceeded": "agcore_sync.llm.errors",
+    "ProviderError": "agcore_sync.llm.errors",
+    "RateLimitError": "agcore_sync.llm.errors",
+    "ResponseParseError": "agcore_sync.llm.errors",
+    "ServerError": "agcore_sync.llm.errors",
     "RetryConfig": "agcore_sync.llm.retry",
     "RetryProvider": "agcore_sync.llm.retry",
-    "ToolLoopStream": "agcore_sync.llm.tool_stream",
+    "ToolLoopStream": "agcore_sync.loop.tool_stream",
     "ContentBlock": "agcore_sync.llm.types",
     "Message": "agcore_sync.llm.types",
     "MessageRequest": "agcore_sync.llm.types",
@@ -128,7 +128,17 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.hooks import Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
     from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
     from agcore_sync.llm.cost import Pricing  # noqa: F401
-    from agcore_sync.llm.cycle import CycleConfig, LlmCycle  # noqa: F401
+    from agcore_sync.llm.errors import (  # noqa: F401
+        AuthenticationError,
+        LlmConnectionError,
+        LlmError,
+        LlmTimeoutError,
+        MaxToolTurnsExceeded,
+        ProviderError,
+        RateLimitError,
+        ResponseParseError,
+        ServerError,
+    )
     from agcore_sync.llm.events import (  # noqa: F401
         ContentBlockEnd,
         ContentBlockStart,
@@ -136,7 +146,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         Error,
         MessageComplete,
         MessageStart,
-        PartialMessageResponse,
         StreamEvent,
         TextDelta,
         ThinkingDelta,
@@ -147,20 +156,9 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.llm.mock import MockProvider  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
-    from agcore_sync.llm.provider import (  # noqa: F401
-        AuthenticationError,
-        LlmConnectionError,
-        LlmError,
-        LlmProvider,
-        LlmTimeoutError,
-        MaxToolTurnsExceeded,
-        ProviderError,
-        RateLimitError,
-        ResponseParseError,
-        ServerError,
-    )
+    from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
+    from agcore_sync.llm.provider import LlmProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
-    from agcore_sync.llm.tool_stream import ToolLoopStream  # noqa: F401
     from agcore_sync.llm.types import (  # noqa: F401
         ContentBlock,
         Message,
@@ -176,6 +174,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolUseBlock,
         Usage,
     )
+    from agcore_sync.loop.cycle import CycleConfig, LlmCycle  # noqa: F401
+    from agcore_sync.loop.tool_stream import ToolLoopStream  # noqa: F401
     from agcore_sync.prompt.builder import PromptBuilder  # noqa: F401
     from agcore_sync.prompt.bundle import PromptBundle  # noqa: F401
     from agcore_sync.prompt.errors import PromptError  # noqa: F401

@@ -23,11 +23,11 @@ from agcore_sync.agent.errors import AgentError
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.hooks import HookError, HookEvent, Hooks
 from agcore_sync.llm.cost import PricingArg, find_pricing
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
 from agcore_sync.llm.provider import LlmProvider
-from agcore_sync.llm.tool_loop import ToolLoop
-from agcore_sync.llm.tool_stream import ToolLoopStream
 from agcore_sync.llm.types import Message, MessageResponse, Usage
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+from agcore_sync.loop.tool_loop import ToolLoop
+from agcore_sync.loop.tool_stream import ToolLoopStream
 from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["AgentSession", "TurnStream", "FORMAT_VERSION"]
@@ -42,7 +42,7 @@ class TurnStream(ToolLoopStream):
     """A :class:`ToolLoopStream` that also ends its session turn.
 
     The turn ends when the stream is exhausted, closed, or collected,
-    whichever comes first (see :mod:`agcore_sync.llm.tool_stream`).
+    whichever comes first (see :mod:`agcore_sync.loop.tool_stream`).
     """
 
     def __init__(self, session: AgentSession, user_input: str, *, max_buffered_events: Optional[int]) -> None:

@@ -28,22 +28,9 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Type
 
 import requests
 
-from agcore_sync.llm._http import HttpProvider, mask
+from agcore_sync.llm._http_provider import HttpProvider, mask
 from agcore_sync.llm.cost import PricingArg
-from agcore_sync.llm.events import (
-    ContentBlockEnd,
-    ContentBlockStart,
-    CostUpdate,
-    MessageComplete,
-    MessageStart,
-    PartialMessageResponse,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallArgumentsDelta,
-    ToolCallEnd,
-)
-from agcore_sync.llm.provider import (
+from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmError,
     ProviderError,
@@ -51,6 +38,19 @@ from agcore_sync.llm.provider import (
     ResponseParseError,
     ServerError,
 )
+from agcore_sync.llm.events import (
+    ContentBlockEnd,
+    ContentBlockStart,
+    CostUpdate,
+    MessageComplete,
+    MessageStart,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+)
+from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,

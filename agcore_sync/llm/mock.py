@@ -15,6 +15,7 @@ import threading
 from typing import Any, Callable, Deque, Iterable, Iterator, List, Optional, Union
 
 from agcore_sync.llm.cost import PricingArg, cost_usd
+from agcore_sync.llm.errors import LlmError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -27,7 +28,7 @@ from agcore_sync.llm.events import (
     ToolCallArgumentsDelta,
     ToolCallEnd,
 )
-from agcore_sync.llm.provider import LlmError, LlmProvider
+from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import (
     Message,
     MessageRequest,

@@ -3,7 +3,7 @@
 Works with OpenAI and with the servers that copy its wire format (vLLM,
 llama.cpp, Ollama, LM Studio, DeepSeek...). Translation to and from the wire
 happens here; sending, error mapping and key masking live in
-:mod:`agcore_sync.llm._http`.
+:mod:`agcore_sync.llm._http_provider`.
 """
 
 from __future__ import annotations
@@ -14,24 +14,23 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import requests
 
-from agcore_sync.llm._http import HttpProvider, error_for_status, mask
+from agcore_sync._http.sse import SseEvent
+from agcore_sync.llm._http_provider import HttpProvider, error_for_status, mask
 from agcore_sync.llm.cost import PricingArg
+from agcore_sync.llm.errors import LlmError, ProviderError, ResponseParseError, ServerError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
     CostUpdate,
     MessageComplete,
     MessageStart,
-    PartialMessageResponse,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallArgumentsDelta,
     ToolCallEnd,
-    parse_tool_arguments,
 )
-from agcore_sync.llm.provider import LlmError, ProviderError, ResponseParseError, ServerError
-from agcore_sync.llm.sse import SseEvent
+from agcore_sync.llm.partial import PartialMessageResponse, parse_tool_arguments
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,

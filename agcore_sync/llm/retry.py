@@ -21,8 +21,9 @@ from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
 
 import attrs
 
+from agcore_sync.llm.errors import LlmError
 from agcore_sync.llm.events import StreamEvent
-from agcore_sync.llm.provider import LlmError, LlmProvider
+from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import MessageRequest, MessageResponse
 
 __all__ = ["RetryConfig", "RetryProvider", "backoff_delay", "call_with_retry", "stream_with_retry"]

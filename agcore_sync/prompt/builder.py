@@ -69,7 +69,7 @@ class PromptBuilder:
     Every method returns the builder, so calls chain.
 
     A builder can be passed as ``system_prompt`` to
-    :class:`~agcore_sync.llm.cycle.LlmCycle` or
+    :class:`~agcore_sync.loop.cycle.LlmCycle` or
     :class:`~agcore_sync.agent.session.AgentSession`, which call
     :meth:`render` once, with no values: every template in it must be bound.
 

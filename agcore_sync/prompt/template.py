@@ -182,7 +182,7 @@ class PromptTemplate:
 
         Given values override bound ones. ``render()`` with no arguments
         works once every variable is bound; that is how
-        :class:`~agcore_sync.llm.cycle.LlmCycle` renders a ``system_prompt``.
+        :class:`~agcore_sync.loop.cycle.LlmCycle` renders a ``system_prompt``.
 
         Args:
             values: a mapping of values (for names that are not keywords, or

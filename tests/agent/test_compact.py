@@ -11,10 +11,10 @@ import pytest
 from agcore_sync.agent.compact import SUMMARY_PREFIX, CompactConfig
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.errors import ContextOverflowError
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
 from agcore_sync.llm.events import Error
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import Message, MessageRequest, Role, ToolUseBlock
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
 

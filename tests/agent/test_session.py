@@ -13,11 +13,11 @@ from agcore_sync.agent.errors import AgentError, SlotReadonlyError
 from agcore_sync.agent.session import AgentSession, TurnStream
 from agcore_sync.hooks import HookError, HookEvent, Hooks
 from agcore_sync.llm.cost import Pricing
-from agcore_sync.llm.cycle import CycleConfig
+from agcore_sync.llm.errors import ServerError
 from agcore_sync.llm.events import Error, MessageComplete, TextDelta, ToolExecutionStarted
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import ServerError
 from agcore_sync.llm.types import Message, Role, StopReason, Usage
+from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
 

@@ -8,9 +8,9 @@ import pytest
 
 from agcore_sync.agent.errors import AgentError, SlotNotFoundError, SlotReadonlyError
 from agcore_sync.agent.session import AgentSession
-from agcore_sync.llm.cycle import CycleConfig
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import Message
+from agcore_sync.loop.cycle import CycleConfig
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agcore_sync._demo import DEMO_QUESTION
+from agcore_sync.cli.demo import DEMO_QUESTION
 from tests.cli.helpers import Child, run_cli, text_response, tool_call_response
 from tests.support.stream_server import stream_server  # noqa: F401
 

@@ -13,6 +13,7 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
+from agcore_sync._http.sse import SseParser
 from agcore_sync.llm.events import (
     ContentBlockStart,
     MessageComplete,
@@ -24,7 +25,6 @@ from agcore_sync.llm.events import (
 )
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.provider import LlmProvider
-from agcore_sync.llm.sse import SseParser
 from agcore_sync.llm.types import Message, StopReason
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry

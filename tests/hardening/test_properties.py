@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from agcore_sync.llm.cycle import CycleConfig
+from agcore_sync._http.sse import SseEvent, SseParser
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -34,7 +34,6 @@ from agcore_sync.llm.events import (
     Error,
     MessageComplete,
     MessageStart,
-    PartialMessageResponse,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -44,8 +43,8 @@ from agcore_sync.llm.events import (
     ToolExecutionStarted,
 )
 from agcore_sync.llm.mock import events_for
+from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.retry import RetryConfig
-from agcore_sync.llm.sse import SseEvent, SseParser
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,
@@ -61,6 +60,7 @@ from agcore_sync.llm.types import (
     ToolUseBlock,
     Usage,
 )
+from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import PermissionDeniedError
 from agcore_sync.tools.mcp import McpClient, StdioTransport, jsonrpc

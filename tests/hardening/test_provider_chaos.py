@@ -37,18 +37,12 @@ import pytest
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.errors import AgcoreError
 from agcore_sync.hooks import HookEvent, Hooks
-from agcore_sync.llm.cycle import CycleConfig
+from agcore_sync.llm.errors import LlmConnectionError, LlmTimeoutError, RateLimitError, ResponseParseError, ServerError
 from agcore_sync.llm.events import CostUpdate, Error, MessageComplete
 from agcore_sync.llm.openai import OpenAIProvider
-from agcore_sync.llm.provider import (
-    LlmConnectionError,
-    LlmTimeoutError,
-    RateLimitError,
-    ResponseParseError,
-    ServerError,
-)
 from agcore_sync.llm.retry import RetryConfig, RetryProvider
 from agcore_sync.llm.types import Message, MessageRequest, Usage
+from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
 from tests.support.stream_server import stream_server  # noqa: F401, F811 - the fixture

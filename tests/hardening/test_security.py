@@ -18,12 +18,12 @@ from agcore_sync.agent.session import AgentSession
 from agcore_sync.errors import AgcoreError
 from agcore_sync.hooks import HookEvent, Hooks
 from agcore_sync.llm.anthropic import AnthropicProvider
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
 from agcore_sync.llm.events import Error, ToolExecutionCompleted
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.retry import RetryConfig, RetryProvider
 from agcore_sync.llm.types import Role, ToolUseBlock
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import InvalidArgumentsError, ToolError
 from agcore_sync.tools.mcp import StdioTransport

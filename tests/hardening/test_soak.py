@@ -31,9 +31,9 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
 from agcore_sync.llm.events import MessageComplete, TextDelta, ToolExecutionStarted
 from agcore_sync.llm.mock import MockProvider
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.registry import ToolRegistry
 

@@ -18,19 +18,7 @@ import responses
 
 from agcore_sync.llm.anthropic import AnthropicProvider
 from agcore_sync.llm.cost import Pricing, cost_usd
-from agcore_sync.llm.events import (
-    ContentBlockEnd,
-    ContentBlockStart,
-    CostUpdate,
-    MessageComplete,
-    MessageStart,
-    PartialMessageResponse,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallArgumentsDelta,
-    ToolCallEnd,
-)
-from agcore_sync.llm.provider import (
+from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmConnectionError,
     LlmError,
@@ -39,6 +27,18 @@ from agcore_sync.llm.provider import (
     ResponseParseError,
     ServerError,
 )
+from agcore_sync.llm.events import (
+    ContentBlockEnd,
+    ContentBlockStart,
+    CostUpdate,
+    MessageComplete,
+    MessageStart,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+)
+from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import (
     Message,
     MessageRequest,
@@ -808,7 +808,7 @@ def test_a_stream_cut_in_the_middle_of_a_json_event_is_a_retryable_connection_er
     import responses as responses_lib
 
     from agcore_sync.llm.anthropic import AnthropicProvider
-    from agcore_sync.llm.provider import LlmConnectionError
+    from agcore_sync.llm.errors import LlmConnectionError
     from agcore_sync.llm.types import Message, MessageRequest
 
     body = (b'event: message_start\ndata: {"type": "message_start", "message": {"id": "msg_1", "type": "message", '

@@ -18,8 +18,10 @@ from typing import Iterator, List
 
 import pytest
 
-from agcore_sync.llm._http import HttpProvider
+from agcore_sync._http.sse import SseEvent
+from agcore_sync.llm._http_provider import HttpProvider
 from agcore_sync.llm.anthropic import AnthropicProvider
+from agcore_sync.llm.errors import LlmConnectionError, LlmTimeoutError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -29,8 +31,6 @@ from agcore_sync.llm.events import (
     TextDelta,
 )
 from agcore_sync.llm.openai import OpenAIProvider
-from agcore_sync.llm.provider import LlmConnectionError, LlmTimeoutError
-from agcore_sync.llm.sse import SseEvent
 from agcore_sync.llm.types import Message, MessageRequest, StopReason, Usage
 from tests.support.stream_server import ABORT, stream_server  # noqa: F401
 

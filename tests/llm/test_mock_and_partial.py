@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agcore_sync.llm.errors import LlmError, RateLimitError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -11,16 +12,14 @@ from agcore_sync.llm.events import (
     Error,
     MessageComplete,
     MessageStart,
-    PartialMessageResponse,
     TextDelta,
     ThinkingDelta,
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolExecutionStarted,
-    parse_tool_arguments,
 )
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import LlmError, RateLimitError
+from agcore_sync.llm.partial import PartialMessageResponse, parse_tool_arguments
 from agcore_sync.llm.types import (
     Message,
     MessageRequest,

@@ -15,20 +15,7 @@ import requests
 import responses
 
 from agcore_sync.llm.cost import Pricing
-from agcore_sync.llm.events import (
-    ContentBlockEnd,
-    ContentBlockStart,
-    CostUpdate,
-    MessageComplete,
-    MessageStart,
-    PartialMessageResponse,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallArgumentsDelta,
-    ToolCallEnd,
-)
-from agcore_sync.llm.openai import OpenAIProvider
-from agcore_sync.llm.provider import (
+from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmConnectionError,
     LlmError,
@@ -38,6 +25,19 @@ from agcore_sync.llm.provider import (
     ResponseParseError,
     ServerError,
 )
+from agcore_sync.llm.events import (
+    ContentBlockEnd,
+    ContentBlockStart,
+    CostUpdate,
+    MessageComplete,
+    MessageStart,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+)
+from agcore_sync.llm.openai import OpenAIProvider
+from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import (
     Message,
     MessageRequest,

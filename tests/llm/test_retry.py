@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from agcore_sync.llm.events import MessageStart, TextDelta
-from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import (
+from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmConnectionError,
-    LlmProvider,
     LlmTimeoutError,
     ProviderError,
     RateLimitError,
     ServerError,
 )
+from agcore_sync.llm.events import MessageStart, TextDelta
+from agcore_sync.llm.mock import MockProvider
+from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig, RetryProvider, backoff_delay
 from agcore_sync.llm.types import Message, MessageRequest
 

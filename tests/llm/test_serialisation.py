@@ -9,7 +9,6 @@ import pytest
 
 from agcore_sync.llm import events as events_module
 from agcore_sync.llm import types as types_module
-from agcore_sync.llm.cycle import CycleConfig
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -41,6 +40,7 @@ from agcore_sync.llm.types import (
     ToolUseBlock,
     Usage,
 )
+from agcore_sync.loop.cycle import CycleConfig
 
 RESPONSE = MessageResponse(
     "resp_1", "gpt-4o", Message(Role.ASSISTANT, [

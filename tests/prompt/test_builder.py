@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import ToolDef
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.prompt import PromptBuilder, PromptError, PromptTemplate
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry

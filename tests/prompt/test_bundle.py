@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
 from agcore_sync.llm.mock import MockProvider
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.prompt import BUNDLE_SCHEMA, PromptBundle, PromptError, PromptTemplate
 
 SUPPORT = {

@@ -13,8 +13,8 @@ import agcore_sync.prompt.bundle
 import agcore_sync.prompt.template
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.errors import AgcoreError
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
 from agcore_sync.llm.mock import MockProvider
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.prompt import PromptError, PromptTemplate
 
 

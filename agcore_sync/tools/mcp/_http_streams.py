@@ -3,7 +3,7 @@
 One idea: an SSE stream the server opened (a POST's answer, or the GET
 stream) read on its own thread until it ends, and resumed after a cut. A
 reader thread (``agcore-mcp-sse-<n>`` / ``agcore-mcp-get-<n>``, daemons)
-parses bytes as they arrive with :class:`~agcore_sync.llm.sse.SseParser`
+parses bytes as they arrive with :class:`~agcore_sync._http.sse.SseParser`
 over ``read1``, delivers each JSON-RPC message, keeps the last event id and
 the ``retry`` the server announced, and after a cut waits that long through
 the stream's cancel Event before a GET with ``Last-Event-ID``. Stopping a
@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Set
 import requests
 import urllib3.exceptions
 
-from agcore_sync.llm.sse import SseEvent, SseParser
+from agcore_sync._http.sse import SseEvent, SseParser
 from agcore_sync.tools.error import McpConnectionError
 
 logger = logging.getLogger("agcore_sync.mcp")

@@ -10,12 +10,12 @@ import pytest
 from agcore_sync.errors import AgcoreError
 from agcore_sync.hooks import Deny, HookError, HookEvent, Hooks
 from agcore_sync.llm import provider as provider_module
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
+from agcore_sync.llm.errors import LlmError, ServerError
 from agcore_sync.llm.events import MessageComplete, TextDelta
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import LlmError, ServerError
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.llm.types import Message, Role
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 
 FAST_RETRY = RetryConfig(max_retries=2, initial_backoff=0.0, jitter=False)
 

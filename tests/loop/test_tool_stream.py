@@ -11,7 +11,7 @@ import weakref
 import pytest
 
 from agcore_sync.hooks import Deny, HookError, HookEvent, Hooks
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
+from agcore_sync.llm.errors import LlmConnectionError, MaxToolTurnsExceeded, ServerError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -24,9 +24,10 @@ from agcore_sync.llm.events import (
     ToolExecutionStarted,
 )
 from agcore_sync.llm.mock import MockProvider, events_for
-from agcore_sync.llm.provider import LlmConnectionError, LlmProvider, MaxToolTurnsExceeded, ServerError
+from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.llm.types import Message, Role, StopReason, Usage
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.error import ToolError, ToolTimeoutError
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry

@@ -7,11 +7,11 @@ import threading
 import pytest
 
 from agcore_sync.hooks import Deny, HookEvent, Hooks
-from agcore_sync.llm.cycle import CycleConfig, LlmCycle
+from agcore_sync.llm.errors import MaxToolTurnsExceeded
 from agcore_sync.llm.events import ToolExecutionCompleted
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import MaxToolTurnsExceeded
 from agcore_sync.llm.types import Message, Role, StopReason, ToolUseBlock
+from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.error import ToolTimeoutError
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig

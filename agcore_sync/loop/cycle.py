@@ -3,7 +3,7 @@
 The cycle holds the history, builds each :class:`MessageRequest` from it,
 applies compaction and hooks around every provider call, and retries with
 ``CycleConfig.retry``. The tool loops themselves live in
-:mod:`agcore_sync.llm.tool_loop`; the cycle only starts them and keeps what
+:mod:`agcore_sync.loop.tool_loop`; the cycle only starts them and keeps what
 they return. This module does no I/O of its own.
 """
 
@@ -15,13 +15,17 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 import attrs
 
 from agcore_sync.hooks import HookContext, HookEvent, Hooks
-from agcore_sync.llm.events import MessageComplete, PartialMessageResponse, StreamEvent
+from agcore_sync.llm.events import (
+    MessageComplete,
+    StreamEvent,
+)
+from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig, Sleep, call_with_retry, stream_with_retry
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolDef
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.llm.tool_stream import ToolLoopStream
+    from agcore_sync.loop.tool_stream import ToolLoopStream
     from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["CycleConfig", "LlmCycle", "DEFAULT_MAX_TOOL_TURNS"]
@@ -263,7 +267,7 @@ class LlmCycle:
             HookError: a hook raised.
             LlmError: the provider failed.
         """
-        from agcore_sync.llm.tool_loop import ToolLoop
+        from agcore_sync.loop.tool_loop import ToolLoop
 
         loop = ToolLoop(self, registry)
         try:
@@ -275,8 +279,8 @@ class LlmCycle:
                                  max_buffered_events: Optional[int] = None) -> ToolLoopStream:
         """Run the tool loop on a worker thread; return a stream of its events.
 
-        See :class:`~agcore_sync.llm.tool_stream.ToolLoopStream`.
+        See :class:`~agcore_sync.loop.tool_stream.ToolLoopStream`.
         """
-        from agcore_sync.llm.tool_stream import ToolLoopStream
+        from agcore_sync.loop.tool_stream import ToolLoopStream
 
         return ToolLoopStream(self, registry, prompt, max_buffered_events=max_buffered_events)

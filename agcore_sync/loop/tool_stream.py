@@ -1,7 +1,7 @@
 """ToolLoopStream: the tool loop on a worker thread, read as a plain iterator.
 
 The stream owns exactly one thread, ``agcore-stream-<n>``, started by the
-constructor. The worker runs a :class:`~agcore_sync.llm.tool_loop.ToolLoop`
+constructor. The worker runs a :class:`~agcore_sync.loop.tool_loop.ToolLoop`
 with ``chat_stream`` and puts every event on a channel (a deque); it never
 waits for the consumer except when ``max_buffered_events`` bounds the queue.
 Any failure, even a bug in the loop, becomes a final
@@ -30,11 +30,11 @@ import threading
 from typing import TYPE_CHECKING, Any, Deque, Iterator, Optional, Tuple
 
 from agcore_sync.llm.events import Error, StreamEvent
-from agcore_sync.llm.tool_loop import Cancelled, ToolLoop
 from agcore_sync.llm.types import Message, MessageResponse
+from agcore_sync.loop.tool_loop import Cancelled, ToolLoop
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.llm.cycle import LlmCycle
+    from agcore_sync.loop.cycle import LlmCycle
     from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["ToolLoopStream"]

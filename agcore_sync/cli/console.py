@@ -21,8 +21,8 @@ import threading
 import time
 from typing import Dict, Optional, TextIO, Tuple
 
-from agcore_sync._demo import TurnInterrupt
 from agcore_sync.agent.session import AgentSession
+from agcore_sync.cli.demo import TurnInterrupt
 from agcore_sync.llm.events import (
     Error,
     MessageStart,

@@ -18,19 +18,19 @@ from typing import Any, Dict, Iterator, Mapping, NoReturn, Optional
 import requests
 import urllib3.exceptions
 
+from agcore_sync._http.sse import SseEvent, SseParser
 from agcore_sync.llm.cost import PricingArg, cost_usd
-from agcore_sync.llm.provider import (
+from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmConnectionError,
     LlmError,
-    LlmProvider,
     LlmTimeoutError,
     ProviderError,
     RateLimitError,
     ResponseParseError,
     ServerError,
 )
-from agcore_sync.llm.sse import SseEvent, SseParser
+from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import MessageRequest, Usage
 
 logger = logging.getLogger("agcore_sync.llm")

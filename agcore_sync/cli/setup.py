@@ -14,11 +14,12 @@ import os
 import shlex
 from typing import Any, List, Optional, Sequence
 
-from agcore_sync._demo import DEMO_MODEL, DEMO_PRICING, DemoProvider, TurnInterrupt, demo_tools
 from agcore_sync.agent.session import AgentSession
-from agcore_sync.llm.cycle import CycleConfig
-from agcore_sync.llm.provider import LlmConnectionError, LlmProvider, LlmTimeoutError
+from agcore_sync.cli.demo import DEMO_MODEL, DEMO_PRICING, DemoProvider, TurnInterrupt, demo_tools
+from agcore_sync.llm.errors import LlmConnectionError, LlmTimeoutError
+from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig
+from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["CliError", "Setup", "build"]

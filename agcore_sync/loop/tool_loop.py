@@ -16,22 +16,22 @@ import threading
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 from agcore_sync.hooks import HookEvent
+from agcore_sync.llm.errors import MaxToolTurnsExceeded
 from agcore_sync.llm.events import (
     CostUpdate,
     MessageComplete,
     MessageStart,
-    PartialMessageResponse,
     StreamEvent,
     ToolExecutionCompleted,
     ToolExecutionStarted,
 )
-from agcore_sync.llm.provider import MaxToolTurnsExceeded
+from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.registry import ToolInvocation
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.llm.cycle import LlmCycle
+    from agcore_sync.loop.cycle import LlmCycle
     from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["ToolLoop", "cut_utf8", "SUMMARY_CHARS"]

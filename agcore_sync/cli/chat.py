@@ -14,8 +14,8 @@ import json
 import sys
 from typing import Callable, Dict, List, TextIO
 
-from agcore_sync._console import EventPrinter, TurnOutcome, one_line, run_turn
-from agcore_sync._setup import CliError, Setup
+from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
+from agcore_sync.cli.setup import CliError, Setup
 from agcore_sync.errors import AgcoreError
 
 __all__ = ["ChatRepl", "PROMPT"]

@@ -6,7 +6,7 @@
   and tools go to a real endpoint, the key read from ``OPENAI_API_KEY`` /
   ``ANTHROPIC_API_KEY``. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
   tools of an MCP server started over stdio.
-- ``agcore-sync chat``: an interactive session (see :mod:`agcore_sync._chat`).
+- ``agcore-sync chat``: an interactive session (see :mod:`agcore_sync.cli.chat`).
 
 Failures (a missing key, an unreachable URL, an MCP server that does not
 start, any :class:`~agcore_sync.errors.AgcoreError`) are one line on stderr
@@ -26,9 +26,9 @@ import logging
 import sys
 from typing import List, Optional, TextIO
 
-from agcore_sync._console import EventPrinter, TurnOutcome, one_line, run_turn
-from agcore_sync._demo import DEMO_QUESTION
-from agcore_sync._setup import CliError, Setup, build
+from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
+from agcore_sync.cli.demo import DEMO_QUESTION
+from agcore_sync.cli.setup import CliError, Setup, build
 from agcore_sync.errors import AgcoreError
 
 __all__ = ["main"]
@@ -172,7 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             setup = build(args, stack)
             if args.command == "demo":
                 return run_demo(setup, args.question, out, err)
-            from agcore_sync._chat import ChatRepl
+            from agcore_sync.cli.chat import ChatRepl
 
             return ChatRepl(setup, out, err).run()
     except CliError as exc:

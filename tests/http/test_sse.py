@@ -7,7 +7,7 @@ from typing import List, Sequence
 
 import pytest
 
-from agcore_sync.llm.sse import SseEvent, SseParser, iter_sse_events
+from agcore_sync._http.sse import SseEvent, SseParser, iter_sse_events
 
 
 def parse(*chunks: bytes) -> List[SseEvent]:

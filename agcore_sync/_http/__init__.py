@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by the providers and MCP's HTTP transport (private)."""

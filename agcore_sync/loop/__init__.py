@@ -1,0 +1,1 @@
+"""The loops: the LLM call cycle, the tool loop and the streaming tool loop."""
