@@ -8,10 +8,16 @@ only a provider does not pay for sessions and MCP.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any, Dict, List
 
 #: The package version, also sent to MCP servers as ``clientInfo.version``.
 __version__ = "0.1.0"
+
+# A library logs; the application decides where it goes. Without this, a
+# script that never configured logging would see WARNING records on stderr
+# through logging's last-resort handler.
+logging.getLogger("agcore_sync").addHandler(logging.NullHandler())
 
 # Public name -> the module that defines it.
 _EXPORTS: Dict[str, str] = {

@@ -162,3 +162,25 @@ def test_an_old_config_dict_without_max_retry_after_still_loads():
     data = RetryConfig().to_dict()
     del data["max_retry_after"]
     assert RetryConfig.from_dict(data).max_retry_after == 60.0
+
+
+def test_retry_warnings_go_to_logging_only_and_print_nothing_when_logging_is_not_configured():
+    import subprocess
+    import sys
+
+    code = (
+        "from agcore_sync import MockProvider, RetryProvider, RetryConfig, ServerError, MessageRequest, Message\n"
+        "p = MockProvider([ServerError('down', status_code=503), MockProvider.text('ok')])\n"
+        "r = RetryProvider(p, RetryConfig(jitter=False), sleep=lambda d: None)\n"
+        "print(r.chat(MessageRequest(None, [Message.user('hi')])).message.text)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "ok"
+    assert done.stderr == ""
+
+
+def test_retry_warnings_reach_a_configured_logger(caplog):
+    provider = MockProvider([ServerError("down", status_code=503), MockProvider.text("ok")])
+    with caplog.at_level("WARNING", logger="agcore_sync"):
+        RetryProvider(provider, NO_JITTER, sleep=Waits()).chat(REQUEST)
+    assert any("retry 1/3" in record.getMessage() for record in caplog.records)
