@@ -250,8 +250,8 @@ class AgentSession:
         - While the turn that :meth:`submit_turn_stream` opened is still open,
           its stream is closed, which ends the turn with every complete round
           (streams end their turns by themselves; this only makes it happen
-          now). ``response`` and ``new_messages`` are not used then: the
-          stream knows what the turn did.
+          now). ``new_messages`` is not used then (the stream knows what the
+          turn did), and ``response`` counts as that turn's from then on.
         - On a turn that has already ended (its stream was exhausted or
           closed, or ``submit_turn`` returned) it does nothing: no usage
           added, no messages appended, no ``ON_TURN_END``, ``turn_index``
@@ -270,6 +270,9 @@ class AgentSession:
         """
         stream = self._stream() if self._stream is not None else None
         if stream is not None and not stream.closed:
+            # The caller's response now names this turn too: a second call
+            # with it (the seed's call after the loop) finds the turn ended.
+            self._ended_responses[id(response)] = response
             stream.close()
             return
         if self._is_ended_turn(response):
