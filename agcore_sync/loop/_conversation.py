@@ -12,7 +12,7 @@ one way. This module does no I/O of its own.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Iterator, List, Optional, Protocol, Sequence
 
 from agcore_sync.hooks import HookContext, HookEvent, Hooks
 from agcore_sync.llm.events import MessageComplete, StreamEvent
@@ -21,7 +21,18 @@ from agcore_sync.llm.retry import Sleep, call_with_retry, stream_with_retry
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolDef
 from agcore_sync.loop.config import CycleConfig
 
-__all__ = ["Conversation", "render_system_prompt"]
+__all__ = ["Conversation", "Compactor", "render_system_prompt"]
+
+
+class Compactor(Protocol):
+    """The ``compact`` callable of a cycle: ``(request, provider) -> request``.
+
+    Applied before every provider call; it changes the request, never the
+    history. :class:`~agcore_sync.agent.compact.CompactConfig` is one.
+    """
+
+    def __call__(self, request: MessageRequest, provider: LlmProvider) -> MessageRequest:
+        """Return ``request``, compacted to fit ``provider``'s context."""
 
 
 def render_system_prompt(system_prompt: Any) -> Optional[str]:
@@ -58,7 +69,7 @@ class Conversation:
     """
 
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None, system_prompt: Any = None,
-                 hooks: Optional[Hooks] = None, compact: Optional[Callable[..., MessageRequest]] = None) -> None:
+                 hooks: Optional[Hooks] = None, compact: Optional[Compactor] = None) -> None:
         self.provider = provider
         self.config = config if config is not None else CycleConfig()
         self.system_prompt = render_system_prompt(system_prompt)
