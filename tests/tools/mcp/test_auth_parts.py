@@ -8,6 +8,8 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -179,3 +181,16 @@ def test_mcp_oauth_repr_shows_no_secret():
     auth = McpOAuth(grant_type="client_credentials", client_id="machine", client_secret="CS-secret")
     assert "CS-secret" not in repr(auth)
     auth.close()
+
+
+def test_the_oauth_modules_import_no_optional_package():
+    code = ("import sys, agcore_sync.tools.mcp.auth, agcore_sync.tools.mcp.http; "
+            "assert not [m for m in sys.modules if m.startswith('cryptography')], 'cryptography imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_private_key_jwt_without_the_extra_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives", None)
+    with pytest.raises(McpAuthError, match=r"agcore_sync\[oauth-jwt\]") as caught:
+        private_key_signer("-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----")("c", "a")
+    assert caught.value.reason == "missing_extra"
