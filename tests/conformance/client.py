@@ -100,8 +100,6 @@ def run_auth(url: str) -> None:
     except McpAuthError as exc:
         logger.info("authorization refused: %s (%s)", exc, exc.reason)
         raise SystemExit(1) from None
-    finally:
-        auth.close()
 
 
 def run_initialize(url: str) -> None:

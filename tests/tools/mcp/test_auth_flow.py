@@ -194,7 +194,6 @@ def test_a_web_app_sends_the_user_away_then_completes_the_authorization_from_its
     with _client(world, auth) as client:
         assert client.call_tool("echo", {}).text.startswith("echo")
     assert len(world.authorizations) == 1
-    auth.close()
 
 
 def test_no_token_secret_or_code_reaches_the_logs_or_reprs(world, caplog):

@@ -180,7 +180,6 @@ def test_the_constructor_refuses_what_cannot_work(kwargs, error):
 def test_mcp_oauth_repr_shows_no_secret():
     auth = McpOAuth(grant_type="client_credentials", client_id="machine", client_secret="CS-secret")
     assert "CS-secret" not in repr(auth)
-    auth.close()
 
 
 def test_the_oauth_modules_import_no_optional_package():

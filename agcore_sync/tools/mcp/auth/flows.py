@@ -177,7 +177,7 @@ def request_token(session: requests.Session, token_endpoint: str, data: Dict[str
         raise McpAuthError(f"token response from {token_endpoint} has no access_token; nothing was stored",
                            reason="token_response", status_code=status)
     token_type = document.get("token_type") or "Bearer"
-    if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "n_a"):
+    if not isinstance(token_type, str) or token_type.lower() != "bearer":
         raise McpAuthError(f"token response from {token_endpoint} has token_type {token_type!r}, not Bearer",
                            reason="token_response", status_code=status)
     expires_in = document.get("expires_in")

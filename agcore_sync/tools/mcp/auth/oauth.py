@@ -214,7 +214,6 @@ class McpOAuth:
         self._lock = threading.RLock()
         self._contexts: Dict[str, _Context] = {}
         self._pending: Dict[str, _Pending] = {}
-        self._session = requests.Session()
 
     def __repr__(self) -> str:
         return f"McpOAuth(grant_type={self.grant_type!r}, client_id={self.client_id!r}, storage={self.storage!r})"
@@ -231,7 +230,11 @@ class McpOAuth:
                 context = self._contexts.get(key)
                 if token is not None and token.refresh_token and token.expires_within(self.refresh_margin) \
                         and context is not None:
-                    token = self._refresh(session, key, context, token)
+                    try:
+                        token = self._refresh(session, key, context, token)
+                    except McpAuthError as exc:
+                        # Send the old token: the server's 401 then runs the full flow.
+                        logger.info("refreshing the token for %s ahead of expiry failed (%s)", server_url, exc.reason)
         if token is None:
             return {}
         return {"Authorization": f"Bearer {token.access_token}"}
@@ -341,8 +344,7 @@ class McpOAuth:
                                    signer=self._signer, previous=previous)
 
     def _refresh(self, session: requests.Session, key: str, context: _Context, token: OAuthToken) -> OAuthToken:
-        client = self._client(session, context.metadata) if self.client_id or self.grant_type == "authorization_code" \
-            else OAuthClientInfo(client_id=self.client_id or "")
+        client = self._client(session, context.metadata)
         data = {"grant_type": "refresh_token", "refresh_token": token.refresh_token or "",
                 "resource": context.resource}
         new = self._token_request(session, context, client, data, previous=token)
@@ -354,8 +356,7 @@ class McpOAuth:
         if self.grant_type == "authorization_code":
             token = self._authorization_code(session, key, context, scope)
         else:
-            client = OAuthClientInfo(client_id=self.client_id or "", client_secret=self._client_secret,
-                                     token_endpoint_auth_method=self.token_endpoint_auth_method)
+            client = self._client(session, metadata)
             data: Dict[str, str] = {"grant_type": self.grant_type, "resource": context.resource}
             if self.grant_type == flows.JWT_BEARER_GRANT and self._assertion is not None:
                 data["assertion"] = self._assertion(metadata.issuer, context.resource)
@@ -434,9 +435,6 @@ class McpOAuth:
         if pending is None:
             raise McpAuthError("the authorization redirect carries a wrong or no state; its code was discarded",
                                reason="state_mismatch")
-        token = self._finish(self._session, redirect_url, state)
+        with requests.Session() as session:
+            token = self._finish(session, redirect_url, state)
         self.storage.set_tokens(pending.server_key, token)
-
-    def close(self) -> None:
-        """Release the connections :meth:`complete_authorization` used."""
-        self._session.close()
