@@ -177,10 +177,12 @@ class McpAuthError(McpError):
         tool_name: Optional[str] = None,
         recoverable: Optional[bool] = None,
         *,
+        code: Optional[int] = None,
+        data: Any = None,
         reason: str = "auth_failed",
         status_code: Optional[int] = None,
     ) -> None:
-        super().__init__(message, tool_name, recoverable)
+        super().__init__(message, tool_name, recoverable, code=code, data=data)
         self.reason = reason
         self.status_code = status_code
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import queue
+import threading
 from typing import Iterator, List
 from urllib.parse import urlsplit
 
@@ -212,3 +214,29 @@ def test_no_token_secret_or_code_reaches_the_logs_or_reprs(world, caplog):
     for secret in secrets:
         assert secret not in caplog.text
         assert secret not in shown
+
+
+def test_threads_meeting_401_together_share_one_refresh(world):
+    auth = _oauth()
+    with _client(world, auth) as client:
+        client.list_tools()
+        world.expire_tokens()
+        start = threading.Barrier(4)
+        results: queue.Queue[object] = queue.Queue()
+
+        def call() -> None:
+            start.wait(TIMEOUT)
+            try:
+                results.put(client.call_tool("echo", {}).text)
+            except Exception as exc:  # noqa: BLE001 - delivered to the test
+                results.put(exc)
+
+        threads = [threading.Thread(target=call, name=f"oauth-test-caller-{n}") for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(TIMEOUT)
+            assert not thread.is_alive()
+    answers = [results.get_nowait() for _ in threads]
+    assert all(isinstance(answer, str) and answer.startswith("echo") for answer in answers), answers
+    assert [form["grant_type"] for form in world.token_requests] == ["authorization_code", "refresh_token"]
