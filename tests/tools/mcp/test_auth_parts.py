@@ -193,3 +193,11 @@ def test_private_key_jwt_without_the_extra_names_the_extra(monkeypatch):
     with pytest.raises(McpAuthError, match=r"agcore_sync\[oauth-jwt\]") as caught:
         private_key_signer("-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----")("c", "a")
     assert caught.value.reason == "missing_extra"
+
+
+def test_an_auth_error_pickles_with_its_reason_and_status():
+    import pickle
+
+    error = pickle.loads(pickle.dumps(McpAuthError("refused", "tool", reason="resource_mismatch", status_code=401)))
+    assert (error.message, error.tool_name, error.reason, error.status_code, error.recoverable) == (
+        "refused", "tool", "resource_mismatch", 401, False)

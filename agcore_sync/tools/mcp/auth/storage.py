@@ -4,7 +4,7 @@ Two kinds of record, each a frozen value that turns into a plain dict and
 back (so an app can keep it in its own database):
 
 - :class:`OAuthToken`, the tokens for one MCP server, keyed by the
-  server's resource URL;
+  server's URL (lower-case scheme and host, no trailing slash);
 - :class:`OAuthClientInfo`, the client registration at one authorization
   server, keyed by its issuer (registrations are per authorization server:
   a ``client_id`` from one means nothing to another).
@@ -118,8 +118,8 @@ class TokenStorage(abc.ABC):
     """Where :class:`~agcore_sync.tools.mcp.auth.McpOAuth` keeps tokens and registrations.
 
     Implementations must be safe to call from several threads. Tokens are
-    keyed by the MCP server's resource URL, registrations by the
-    authorization server's issuer.
+    keyed by the MCP server's URL (lower-case scheme and host, no trailing
+    slash), registrations by the authorization server's issuer.
 
     .. versionadded:: 0.2
     """
