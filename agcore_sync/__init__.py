@@ -86,6 +86,7 @@ _EXPORTS: Dict[str, str] = {
     "Usage": "agcore_sync.llm.types",
     "BaseTool": "agcore_sync.tools.base",
     "InvalidArgumentsError": "agcore_sync.tools.error",
+    "McpAuthError": "agcore_sync.tools.error",
     "McpConnectionError": "agcore_sync.tools.error",
     "McpError": "agcore_sync.tools.error",
     "McpNotInitializedError": "agcore_sync.tools.error",
@@ -108,6 +109,14 @@ _EXPORTS: Dict[str, str] = {
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
     "RestartPolicy": "agcore_sync.tools.mcp.restart",
+    "McpOAuth": "agcore_sync.tools.mcp.auth.oauth",
+    "headless_authorize": "agcore_sync.tools.mcp.auth.oauth",
+    "console_authorize": "agcore_sync.tools.mcp.auth.oauth",
+    "TokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "InMemoryTokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "FileTokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "OAuthToken": "agcore_sync.tools.mcp.auth.storage",
+    "OAuthClientInfo": "agcore_sync.tools.mcp.auth.storage",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -190,6 +199,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.tools.base import BaseTool  # noqa: F401
     from agcore_sync.tools.error import (  # noqa: F401
         InvalidArgumentsError,
+        McpAuthError,
         McpConnectionError,
         McpError,
         McpNotInitializedError,
@@ -203,6 +213,14 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
     from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
     from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
+    from agcore_sync.tools.mcp.auth.oauth import McpOAuth, console_authorize, headless_authorize  # noqa: F401
+    from agcore_sync.tools.mcp.auth.storage import (  # noqa: F401
+        FileTokenStorage,
+        InMemoryTokenStorage,
+        OAuthClientInfo,
+        OAuthToken,
+        TokenStorage,
+    )
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
     from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
