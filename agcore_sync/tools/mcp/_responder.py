@@ -9,10 +9,18 @@ The same worker runs the client's restarts of a crashed server
 (:meth:`ServerResponder.run`), in queue order with the server's messages.
 The worker is a daemon, so a forgotten client never blocks interpreter
 exit; the client's ``close()`` stops and joins it through :meth:`close`.
+
+Context: each server message is handled (the user's handlers called, the
+server's log records emitted) in a fresh copy of the ``contextvars`` context
+given to :meth:`ServerResponder.use_context`, which the client takes on the
+thread that calls ``connect()``. A fresh copy per message, so a variable one
+handler sets is not seen by the next; the restart jobs are the client's own
+work and run outside it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import logging
 import queue
@@ -71,9 +79,16 @@ class ServerResponder:
         self._sampling_handler = sampling_handler
         self._on_progress = on_progress
         self._lock = threading.Lock()
+        # Copied for each message; replaced by use_context() before the
+        # first message can arrive.
+        self._context = contextvars.copy_context()
         self._worker: Optional[threading.Thread] = None
         # Server messages (dicts), jobs (callables), or None: close()'s sentinel.
         self._queue: queue.Queue[Any] = queue.Queue()
+
+    def use_context(self, context: contextvars.Context) -> None:
+        """Handle every later server message in a fresh copy of ``context`` (the caller's of ``connect()``)."""
+        self._context = context
 
     def submit(self, message: Dict[str, Any]) -> None:
         """Queue a server request or notification; called on the reader thread, never blocks."""
@@ -143,7 +158,7 @@ class ServerResponder:
             )
         method = request["method"]
         try:
-            return self.serve(method, _dict_or_empty(request.get("params")))
+            return self.serve(method, proto.object_or_empty(request.get("params")))
         except McpError as exc:
             raise McpError(
                 f"MCP server {self.server_name!r} needs {method} for tool {tool_name!r}, "
@@ -171,18 +186,21 @@ class ServerResponder:
                 except Exception:  # noqa: BLE001 - the worker must outlive one failed job
                     logger.exception("a job of the MCP client of %r failed", self.server_name)
                 continue
-            try:
-                if "id" in message:
-                    if not self._cancel.is_set():  # no one to answer after close()
-                        self._answer(message)
-                else:
-                    self._notice(message)
-            except Exception:  # noqa: BLE001 - the worker must outlive one bad message
-                logger.exception("handling %r from MCP server %r failed", message.get("method"), self.server_name)
+            self._context.copy().run(self._handle, message)
+
+    def _handle(self, message: Dict[str, Any]) -> None:
+        try:
+            if "id" in message:
+                if not self._cancel.is_set():  # no one to answer after close()
+                    self._answer(message)
+            else:
+                self._notice(message)
+        except Exception:  # noqa: BLE001 - the worker must outlive one bad message
+            logger.exception("handling %r from MCP server %r failed", message.get("method"), self.server_name)
 
     def _notice(self, message: Dict[str, Any]) -> None:
         method = message["method"]
-        params = _dict_or_empty(message.get("params"))
+        params = proto.object_or_empty(message.get("params"))
         if method == "notifications/progress":
             if self._on_progress is not None:
                 self._on_progress(params)
@@ -199,7 +217,7 @@ class ServerResponder:
         request_id = message["id"]
         method = message["method"]
         try:
-            result = self.serve(method, _dict_or_empty(message.get("params")))
+            result = self.serve(method, proto.object_or_empty(message.get("params")))
         except McpError as exc:
             reply = jsonrpc.error_response(request_id, exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
         except Exception as exc:  # noqa: BLE001 - a failing handler becomes an error answer
@@ -218,6 +236,3 @@ def _checked(result: Any, method: str) -> Dict[str, Any]:
         raise TypeError(f"the {method} handler returned {type(result).__name__}, not a dict")
     return result
 
-
-def _dict_or_empty(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
