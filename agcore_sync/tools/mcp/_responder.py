@@ -27,7 +27,7 @@ import queue
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
-from agcore_sync.tools.error import McpError
+from agcore_sync.tools.error import McpError, McpNotInitializedError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 
@@ -40,6 +40,14 @@ logger = logging.getLogger("agcore_sync.mcp")
 WORKER_JOIN_TIMEOUT = 5.0
 #: How often the idle worker wakes to check that the client is still open.
 WORKER_POLL_INTERVAL = 0.5
+#: Most ``input_required`` rounds one 2026-07-28 call may take before the
+#: client gives up (the SDKs use 10 too).
+MAX_INPUT_ROUNDS = 10
+#: First pause before retrying an ``input_required`` result that carries only
+#: ``requestState``; it doubles up to :data:`INPUT_RETRY_MAX_DELAY`.
+INPUT_RETRY_DELAY = 0.05
+#: Longest pause between state-only ``input_required`` retries.
+INPUT_RETRY_MAX_DELAY = 0.25
 
 _worker_numbers = itertools.count(1)
 
@@ -144,6 +152,51 @@ class ServerResponder:
         if method == "sampling/createMessage" and self._sampling_handler is not None:
             return _checked(self._sampling_handler(params), method)
         raise McpError(f"Method not found: {method}", code=jsonrpc.METHOD_NOT_FOUND)
+
+    def settle_input_required(
+        self,
+        result: Dict[str, Any],
+        params: Dict[str, Any],
+        retry: Callable[[Dict[str, Any]], Dict[str, Any]],
+        tool_name: str,
+    ) -> Dict[str, Any]:
+        """Answer a 2026-07-28 call's ``input_required`` results until it gives a final one; on the calling thread.
+
+        Each round answers the ``inputRequests`` through the handlers (or,
+        with only ``requestState``, waits a doubling pause on the cancel
+        Event) and calls ``retry`` with ``params`` plus the answers and the
+        state.
+
+        Raises:
+            McpError: more than :data:`MAX_INPUT_ROUNDS` rounds, or an input
+                request this client cannot answer.
+            McpNotInitializedError: the client was closed during a pause.
+        """
+        delay = INPUT_RETRY_DELAY
+        rounds = 0
+        while result.get("resultType") == "input_required":
+            rounds += 1
+            if rounds > MAX_INPUT_ROUNDS:
+                raise McpError(
+                    f"MCP server {self.server_name!r} still asked for input after {MAX_INPUT_ROUNDS} rounds "
+                    f"of tool {tool_name!r}",
+                    tool_name=tool_name,
+                )
+            again = dict(params)
+            requests = result.get("inputRequests")
+            if isinstance(requests, dict) and requests:
+                again["inputResponses"] = {
+                    key: self.answer_input_request(request, tool_name) for key, request in requests.items()
+                }
+                delay = INPUT_RETRY_DELAY
+            elif self._cancel.wait(delay):
+                raise McpNotInitializedError(f"MCP client for {self.server_name!r} was closed", tool_name=tool_name)
+            else:
+                delay = min(delay * 2, INPUT_RETRY_MAX_DELAY)
+            if "requestState" in result:
+                again["requestState"] = result["requestState"]
+            result = retry(again)
+        return result
 
     def answer_input_request(self, request: Any, tool_name: str) -> Dict[str, Any]:
         """Answer one entry of a 2026-07-28 ``inputRequests`` map, on the calling thread.

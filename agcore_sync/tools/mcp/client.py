@@ -19,26 +19,20 @@ the ``contextvars`` context of the thread that called ``connect()``, taken
 when it was called (a fresh copy of it for each server message).
 
 The client composes small objects it owns, each in its own module: the
-:class:`~agcore_sync.tools.mcp._pending.PendingTable` (one slot per request
-in flight, and the loss of the server), the
-:class:`~agcore_sync.tools.mcp._restart_runner.Restarter` (only with a
-restart policy), the :class:`~agcore_sync.tools.mcp._tools.ToolsCache` and
-the :class:`~agcore_sync.tools.mcp._responder.ServerResponder`.
+``PendingTable`` (``_pending.py``: one slot per request in flight, and
+whether the server is lost), the ``Requester`` (``_requests.py``: the one
+path every request takes), the ``Restarter`` (``_restart_runner.py``, only
+with a restart policy), the ``ToolsCache`` (``_tools.py``) and the
+``ServerResponder`` (``_responder.py``).
 
-Restart (``McpClient(restart=RestartPolicy(...))``, restartable transports
-only, i.e. stdio): when the server goes away, every pending call fails at
-once with :class:`McpConnectionError`, as without a policy. The reader's
-``on_closed`` only queues the restart on the responder's worker and
-returns; the worker (running the restarter's job) waits the backoff on the
-client's cancel Event, calls ``transport.start()`` again (which stops what is left of the old process
-and starts a new one), runs the handshake, drops the tools cache and opens
-the gate. Calls made meanwhile wait at that gate for at most their own
-timeout, then go to the new process (or fail with
-:class:`McpConnectionError`). Restarts are counted from the last call the
-server answered; after ``max_restarts`` of them with no answer in between,
-the client gives up and every call fails at once. ``close()`` during a
-restart sets the cancel Event (ending a backoff), fails the handshake's
-pending request, stops the transport and joins the worker.
+Restart (``McpClient(restart=RestartPolicy(...))``, stdio only): when the
+server goes away every pending call fails at once with
+:class:`McpConnectionError`, as without a policy; the reader's ``on_closed``
+only queues the restarter's job on the worker, which waits the backoff on
+the client's cancel Event, starts the transport again, redoes the handshake,
+drops the tools cache and opens the gate that calls made meanwhile wait at
+(within their own timeout). ``close()`` during a restart ends the backoff,
+fails the handshake's request, stops the transport and joins the worker.
 
 .. versionadded:: 0.1.0
 """
@@ -53,15 +47,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import agcore_sync
 from agcore_sync.llm.types import ToolDef
-from agcore_sync.tools.error import McpConnectionError, McpError, McpNotInitializedError
+from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
 from agcore_sync.tools.mcp import protocol as proto
 from agcore_sync.tools.mcp._handshake import Agreement, negotiate
 from agcore_sync.tools.mcp._pending import PendingTable, copy_lost
 from agcore_sync.tools.mcp._requests import Requester
 from agcore_sync.tools.mcp._responder import ServerResponder
-from agcore_sync.tools.mcp._restart_runner import LOSS_REPORT_TIMEOUT, Restarter  # noqa: F401 - re-exported
+from agcore_sync.tools.mcp._restart_runner import Restarter
 from agcore_sync.tools.mcp._result import McpToolResult
-from agcore_sync.tools.mcp._tools import MAX_TOOL_PAGES, Tools, ToolsCache, fetch_tools  # noqa: F401 - re-exported
+from agcore_sync.tools.mcp._tools import Tools, ToolsCache, fetch_tools
 from agcore_sync.tools.mcp.adapter import McpTool
 from agcore_sync.tools.mcp.restart import RestartPolicy
 from agcore_sync.tools.mcp.transport import Transport
@@ -78,15 +72,6 @@ ElicitationHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
 SamplingHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
 #: ``on_progress(params)``: gets each ``notifications/progress`` params dict.
 ProgressHandler = Callable[[Dict[str, Any]], None]
-
-#: Most ``input_required`` rounds one 2026-07-28 call may take before the
-#: client gives up (the SDKs use 10 too).
-MAX_INPUT_ROUNDS = 10
-#: First pause before retrying an ``input_required`` result that carries only
-#: ``requestState``; it doubles up to :data:`INPUT_RETRY_MAX_DELAY`.
-INPUT_RETRY_DELAY = 0.05
-#: Longest pause between state-only ``input_required`` retries.
-INPUT_RETRY_MAX_DELAY = 0.25
 
 # The client's lifecycle states (McpClient._state).
 _NEW, _CONNECTING, _READY, _CLOSED = "new", "connecting", "ready", "closed"
@@ -394,30 +379,12 @@ class McpClient:
         params: Dict[str, Any] = {"name": name, "arguments": dict(args or {})}
         progress = self._on_progress is not None
         result = self._requester.request("tools/call", params, timeout=wait, progress=progress, tool_name=name)
-        delay = INPUT_RETRY_DELAY
-        rounds = 0
-        while result.get("resultType") == "input_required":
-            rounds += 1
-            if rounds > MAX_INPUT_ROUNDS:
-                raise McpError(
-                    f"MCP server {self.server_name!r} still asked for input after {MAX_INPUT_ROUNDS} rounds "
-                    f"of tool {name!r}",
-                    tool_name=name,
-                )
-            retry = dict(params)
-            requests = result.get("inputRequests")
-            if isinstance(requests, dict) and requests:
-                retry["inputResponses"] = {
-                    key: self._responder.answer_input_request(request, name) for key, request in requests.items()
-                }
-                delay = INPUT_RETRY_DELAY
-            elif self._cancel.wait(delay):
-                raise McpNotInitializedError(f"MCP client for {self.server_name!r} was closed", tool_name=name)
-            else:
-                delay = min(delay * 2, INPUT_RETRY_MAX_DELAY)
-            if "requestState" in result:
-                retry["requestState"] = result["requestState"]
-            result = self._requester.request("tools/call", retry, timeout=wait, progress=progress, tool_name=name)
+        if result.get("resultType") == "input_required":
+
+            def retry(again: Dict[str, Any]) -> Dict[str, Any]:
+                return self._requester.request("tools/call", again, timeout=wait, progress=progress, tool_name=name)
+
+            result = self._responder.settle_input_required(result, params, retry, name)
         return McpToolResult.from_result(result)
 
     def into_tools(
