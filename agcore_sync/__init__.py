@@ -99,6 +99,7 @@ _EXPORTS: Dict[str, str] = {
     "McpClient": "agcore_sync.tools.mcp.client",
     "McpToolResult": "agcore_sync.tools.mcp.client",
     "McpTool": "agcore_sync.tools.mcp.adapter",
+    "McpToolCaller": "agcore_sync.tools.mcp.adapter",
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
     "RestartPolicy": "agcore_sync.tools.mcp.restart",
@@ -194,7 +195,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolTimeoutError,
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
-    from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
+    from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller  # noqa: F401
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
     from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
