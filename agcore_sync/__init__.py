@@ -106,6 +106,7 @@ _EXPORTS: Dict[str, str] = {
     "McpClient": "agcore_sync.tools.mcp.client",
     "McpToolResult": "agcore_sync.tools.mcp.client",
     "McpTool": "agcore_sync.tools.mcp.adapter",
+    "McpToolCaller": "agcore_sync.tools.mcp.adapter",
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
     "RestartPolicy": "agcore_sync.tools.mcp.restart",
@@ -212,7 +213,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
     from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
-    from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
+    from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller  # noqa: F401
     from agcore_sync.tools.mcp.auth.oauth import McpOAuth, console_authorize, headless_authorize  # noqa: F401
     from agcore_sync.tools.mcp.auth.storage import (  # noqa: F401
         FileTokenStorage,
