@@ -95,6 +95,7 @@ class Request:
         json: the body parsed as JSON, or None.
         connection: the number of the connection that carried it (from 1,
             in the order connections were accepted).
+        finished: True once the server has sent all of its reply (or cut it).
     """
 
     method: str
@@ -102,6 +103,7 @@ class Request:
     headers: Dict[str, str]
     json: Any
     connection: int
+    finished: bool = False
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -145,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply)
         except OSError:
             self.close_connection = True  # the client went away; that is its right
+        finally:
+            request.finished = True
 
     def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
