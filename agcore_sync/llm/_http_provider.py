@@ -31,7 +31,7 @@ from agcore_sync._http.connection import new_session
 from agcore_sync._http.masking import MASK, Masker, mask
 from agcore_sync._http.sse import SseEvent, SseParser
 from agcore_sync.llm._stream_translator import StreamTranslator
-from agcore_sync.llm.cost import PricingArg
+from agcore_sync.llm.cost import PricingArg, cost_usd
 from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmConnectionError,
@@ -44,7 +44,7 @@ from agcore_sync.llm.errors import (
 )
 from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.provider import LlmProvider
-from agcore_sync.llm.types import MessageRequest
+from agcore_sync.llm.types import MessageRequest, Usage
 
 __all__ = ["HttpProvider", "MASK", "mask", "error_for_status", "parse_retry_after"]
 
@@ -162,6 +162,10 @@ class HttpProvider(LlmProvider):
             raise LlmError(f"{self.provider_name}: no model given: set it on the request or the provider")
         return model
 
+    def _cost(self, usage: Usage, model: Optional[str]) -> Optional[float]:
+        """Return the cost of ``usage`` for ``model`` (for subclasses that build ``CostUpdate`` by hand)."""
+        return cost_usd(usage, model, self.pricing)
+
     # -- sending ------------------------------------------------------------
 
     def _post(self, url: str, body: Dict[str, Any], *, stream: bool) -> requests.Response:
@@ -226,6 +230,14 @@ class HttpProvider(LlmProvider):
         except ValueError as exc:
             raise ResponseParseError(f"{self.provider_name} sent a body that is not JSON",
                                      body=self._masker.text(text[:1000])) from exc
+
+    def _chunk_json(self, data: str) -> Any:
+        """Parse one stream chunk's data, or raise ``ResponseParseError`` (key masked)."""
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise ResponseParseError(f"{self.provider_name} sent a stream chunk that is not JSON",
+                                     body=self._masker.text(data[:1000])) from exc
 
     # -- reading streams ----------------------------------------------------
 
