@@ -520,7 +520,7 @@ def test_a_tool_use_stream_assembles_input_json_delta_pieces(provider, mock):
         ToolCallEnd(tool_id, "get_weather", "{\"location\": \"San Francisco, CA\"}"),
         ContentBlockEnd(1),
         ContentBlockStart(2, "tool_use", tool_call_id="toolu_02", tool_name="get_time"),
-        ToolCallEnd("toolu_02", "get_time", ""),
+        ToolCallEnd("toolu_02", "get_time", "{}"),  # no arguments: "{}", so json.loads works
         ContentBlockEnd(2),
     ]
     full = events[-1].full_response

@@ -539,14 +539,14 @@ def test_two_interleaved_tool_calls_get_block_indexes_in_order_of_appearance(api
     assert replay(events) == full
 
 
-def test_a_tool_call_with_no_argument_pieces_ends_with_empty_arguments_and_an_empty_input(api, provider):
+def test_a_tool_call_with_no_argument_pieces_ends_with_empty_object_arguments_and_an_empty_input(api, provider):
     events = stream_events(provider, api, sse(
         chunk({"role": "assistant", "content": None, **tool_piece(0, "", "call_x", "list_files")}),
         chunk({}, "tool_calls"),
     ))
     assert events[1:4] == [
         ContentBlockStart(0, "tool_use", tool_call_id="call_x", tool_name="list_files"),
-        ToolCallEnd("call_x", "list_files", ""),
+        ToolCallEnd("call_x", "list_files", "{}"),
         ContentBlockEnd(0),
     ]
     assert events[-1].full_response.message.content == (ToolUseBlock("call_x", "list_files", {}),)
