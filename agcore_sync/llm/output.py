@@ -160,7 +160,8 @@ class OutputSchema:
         if isinstance(output, OutputSchema) and name is None:
             return output
         if isinstance(output, OutputSchema):
-            return attrs.evolve(output, name=_valid_name(name))
+            source = output.output_type if output.output_type is not None else output.json_schema
+            return cls(source, name=name)
         return cls(output, name=name)
 
     @property
