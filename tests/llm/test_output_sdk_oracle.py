@@ -25,9 +25,16 @@ from agcore_sync.llm.output import (  # noqa: E402
     openai_response_format,
     responses_text_format,
 )
-from tests.support.stream_server import stream_server  # noqa: E402,F401
+from tests.support.server import StreamServer  # noqa: E402
 
 JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+@pytest.fixture
+def server():
+    """A local server on 127.0.0.1 recording what the SDK sends; stopped and joined after the test."""
+    with StreamServer() as running:
+        yield running
 
 
 class Color(str, enum.Enum):
@@ -65,7 +72,7 @@ class Node(pydantic.BaseModel):
     """A tree: the model refers to itself."""
 
     value: int
-    children: List["Node"] = []
+    children: List[Node] = []
 
 
 class Forest(pydantic.BaseModel):
@@ -100,51 +107,51 @@ def _assert_same(record, key_path, ours):
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_response_format_is_what_openai_chat_completions_parse_sends(stream_server, model):
+def test_response_format_is_what_openai_chat_completions_parse_sends(server, model):
     completion = {
         "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": None, "refusal": "I cannot."}}],
     }
-    stream_server.add_response([json.dumps(completion).encode()], headers=JSON_HEADERS)
-    with openai.OpenAI(api_key="sk-test", base_url=stream_server.url + "/v1", max_retries=0) as client:
+    server.add_response([json.dumps(completion).encode()], headers=JSON_HEADERS)
+    with openai.OpenAI(api_key="sk-test", base_url=server.url + "/v1", max_retries=0) as client:
         client.chat.completions.parse(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
                                       response_format=model)
-    (record,) = stream_server.requests
+    (record,) = server.requests
     assert record.path == "/v1/chat/completions"
     _assert_same(record, ["response_format"], openai_response_format(OutputSchema(model)))
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_text_format_is_what_openai_responses_parse_sends(stream_server, model):
+def test_text_format_is_what_openai_responses_parse_sends(server, model):
     response = {
         "id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed",
         "output": [], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
     }
-    stream_server.add_response([json.dumps(response).encode()], headers=JSON_HEADERS)
-    with openai.OpenAI(api_key="sk-test", base_url=stream_server.url + "/v1", max_retries=0) as client:
+    server.add_response([json.dumps(response).encode()], headers=JSON_HEADERS)
+    with openai.OpenAI(api_key="sk-test", base_url=server.url + "/v1", max_retries=0) as client:
         client.responses.parse(model="gpt-4o", input="hi", text_format=model)
-    (record,) = stream_server.requests
+    (record,) = server.requests
     assert record.path == "/v1/responses"
     _assert_same(record, ["text", "format"], responses_text_format(OutputSchema(model)))
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_output_format_is_what_anthropic_messages_parse_sends(stream_server, model):
+def test_output_format_is_what_anthropic_messages_parse_sends(server, model):
     message = {
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
         "stop_reason": "refusal", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
     }
-    stream_server.add_response([json.dumps(message).encode()], headers=JSON_HEADERS)
-    with anthropic.Anthropic(api_key="sk-test", base_url=stream_server.url, max_retries=0) as client:
+    server.add_response([json.dumps(message).encode()], headers=JSON_HEADERS)
+    with anthropic.Anthropic(api_key="sk-test", base_url=server.url, max_retries=0) as client:
         client.messages.parse(model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "hi"}],
                               output_format=model)
-    (record,) = stream_server.requests
+    (record,) = server.requests
     assert record.path == "/v1/messages"
     _assert_same(record, ["output_config", "format"], anthropic_output_format(OutputSchema(model)))
 
 
-def test_a_pydantic_dataclass_goes_out_as_openai_sends_it(stream_server):
+def test_a_pydantic_dataclass_goes_out_as_openai_sends_it(server):
     @pydantic.dataclasses.dataclass
     class Point:
         x: int
@@ -155,11 +162,11 @@ def test_a_pydantic_dataclass_goes_out_as_openai_sends_it(stream_server):
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": None, "refusal": "no"}}],
     }
-    stream_server.add_response([json.dumps(completion).encode()], headers=JSON_HEADERS)
-    with openai.OpenAI(api_key="sk-test", base_url=stream_server.url + "/v1", max_retries=0) as client:
+    server.add_response([json.dumps(completion).encode()], headers=JSON_HEADERS)
+    with openai.OpenAI(api_key="sk-test", base_url=server.url + "/v1", max_retries=0) as client:
         client.chat.completions.parse(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
                                       response_format=Point)
-    _assert_same(stream_server.requests[0], ["response_format"], openai_response_format(OutputSchema(Point)))
+    _assert_same(server.requests[0], ["response_format"], openai_response_format(OutputSchema(Point)))
     assert OutputSchema(Point).parse('{"x": 1}') == Point(x=1)
 
 
