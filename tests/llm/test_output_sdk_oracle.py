@@ -25,7 +25,7 @@ from agcore_sync.llm.output import (  # noqa: E402
     openai_response_format,
     responses_text_format,
 )
-from tests.support.server import StreamServer  # noqa: E402
+from tests.support.stream_server import StreamServer  # noqa: E402
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 
