@@ -26,7 +26,7 @@ import attrs
 
 from agcore_sync.llm.types import ContentBlock
 
-__all__ = ["ImageBlock", "DocumentBlock", "IMAGE_MEDIA_TYPES", "DOCUMENT_MEDIA_TYPES"]
+__all__ = ["ImageBlock", "DocumentBlock"]
 
 #: Image types both Anthropic and OpenAI accept.
 IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import attrs
 
@@ -115,7 +115,7 @@ class OutputSchema:
     #: The name sent on the wire (a valid OpenAI schema name).
     name: str
     #: The class given to ``output=``, or None for a JSON Schema dict.
-    output_type: Optional[type]
+    output_type: Optional[Type[Any]]
     #: True when the OpenAI fragments send ``"strict": true``: always for a
     #: pydantic model (as the SDK does), otherwise when the schema fits
     #: OpenAI's strict subset once rewritten as the SDK rewrites it.
@@ -172,8 +172,9 @@ class OutputSchema:
     def parse(self, text: str) -> Any:
         """Decode, validate and convert the model's answer.
 
-        A single Markdown code fence around the JSON (```` ```json ... ``` ````,
-        which models add in the prompted mode) is ignored.
+        One Markdown code fence around the JSON (three backticks, maybe
+        followed by ``json``), which models add in the prompted mode, is
+        ignored.
 
         Args:
             text: the answer's text.
