@@ -32,6 +32,8 @@ fragments equal, key order included, what the official SDKs send for
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import re
 import sys
@@ -216,6 +218,18 @@ class OutputSchema:
             return self._unwrap(arguments, raw)
         return self._load(arguments, raw, raw=raw)
 
+    def dump(self, value: Any) -> Any:
+        """Return ``value`` (what :meth:`parse` returned) as plain JSON data.
+
+        The inverse of the conversion, for ``to_dict()``: instances become
+        dicts, enums their values, tuples and sets lists; a pydantic model
+        goes through ``model_dump(mode="json")``.
+
+        Raises:
+            ValueError: ``value`` holds something that is not JSON.
+        """
+        return _json_data(value)
+
     def _decode(self, text: str, *, raw: str) -> Any:
         try:
             return json.loads(text, parse_constant=_refuse_constant)
@@ -284,6 +298,34 @@ def _describe(output: Any) -> Tuple[Dict[str, Any], str, Callable[[str, Any], An
     builder = SchemaBuilder(owner="output=", recursive=True)
     schema, convert = builder.root(output, f"output class {output.__qualname__}")
     return schema, output.__name__, (lambda _text, data: convert(data) if convert else data), False
+
+
+def _json_data(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, enum.Enum):
+        return _json_data(value.value)
+    if isinstance(value, dict):
+        return {str(key): _json_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_data(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        items = [_json_data(item) for item in value]
+        try:
+            return sorted(items)  # sorted, so equal sets dump equally
+        except TypeError:
+            return items
+    if callable(getattr(value, "model_dump", None)):  # a pydantic model
+        return value.model_dump(mode="json")
+    if attrs.has(type(value)):
+        return {_init_key(f): _json_data(getattr(value, f.name)) for f in attrs.fields(type(value)) if f.init}
+    if _is_dataclass(type(value)):
+        return {f.name: _json_data(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+    raise ValueError(f"{type(value).__name__} is not JSON data")
+
+
+def _init_key(field: Any) -> str:
+    return getattr(field, "alias", None) or field.name.lstrip("_")
 
 
 def _is_dataclass(cls: type) -> bool:

@@ -365,3 +365,17 @@ def test_building_a_schema_for_a_plain_class_never_imports_pydantic():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_dump_turns_a_parsed_value_back_into_plain_json_that_parses_to_the_same_value():
+    schema = OutputSchema(Invoice)
+    invoice = schema.parse(GOOD_INVOICE)
+    data = schema.dump(invoice)
+    assert data == {"number": "F-1", "currency": "EUR", "lines": [{"label": "tea", "price": 2.5, "quantity": 1}],
+                    "due": None}
+    assert schema.parse(json.dumps(data)) == invoice
+    summary = OutputSchema(Summary)
+    value = summary.parse('{"title": "T", "parties": [{"name": "A", "roles": ["b", "a"]}]}')
+    assert summary.dump(value) == {"title": "T", "parties": [{"name": "A", "roles": ["a", "b"]}]}
+    with pytest.raises(ValueError, match="not JSON data"):
+        schema.dump(object())

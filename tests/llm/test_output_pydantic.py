@@ -41,3 +41,8 @@ def test_a_validator_that_refuses_gives_its_pydantic_path():
     with pytest.raises(OutputValidationError) as caught:
         OutputSchema(Order).parse('{"item": "TEA", "amount": 1}')
     assert caught.value.errors == ["$.item: Value error, no shouting"]
+
+
+def test_dump_uses_model_dump_in_json_mode():
+    schema = OutputSchema(Order)
+    assert schema.dump(schema.parse('{"item": "tea", "amount": 2}')) == {"item": "tea", "amount": 2}
