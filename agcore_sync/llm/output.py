@@ -37,6 +37,8 @@ import enum
 import json
 import re
 import sys
+import threading
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import attrs
@@ -158,9 +160,22 @@ class OutputSchema:
 
     @classmethod
     def of(cls, output: Any, *, name: Optional[str] = None) -> OutputSchema:
-        """Return ``output`` if it already is an ``OutputSchema`` (and no name is given), else build one."""
+        """Return ``output`` if it already is an ``OutputSchema`` (and no name is given), else build one.
+
+        The schema of a class is built once and kept (weakly, per class),
+        since checking a schema costs milliseconds and the loops ask for it
+        at every call.
+        """
         if isinstance(output, OutputSchema) and name is None:
             return output
+        if isinstance(output, type) and name is None:
+            with _CACHE_LOCK:
+                cached = _CACHE.get(output)
+            if cached is None:
+                cached = cls(output)
+                with _CACHE_LOCK:
+                    _CACHE[output] = cached
+            return cached
         if isinstance(output, OutputSchema):
             source = output.output_type if output.output_type is not None else output.json_schema
             return cls(source, name=name)
@@ -271,6 +286,10 @@ class OutputSchema:
 
     def _type_name(self) -> str:
         return self.output_type.__qualname__ if self.output_type is not None else "JSON"
+
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> OutputSchema, for of()
+_CACHE_LOCK = threading.Lock()
 
 
 def _describe(output: Any) -> Tuple[Dict[str, Any], str, Callable[[str, Any], Any], bool]:

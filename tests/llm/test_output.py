@@ -379,3 +379,10 @@ def test_dump_turns_a_parsed_value_back_into_plain_json_that_parses_to_the_same_
     assert summary.dump(value) == {"title": "T", "parties": [{"name": "A", "roles": ["a", "b"]}]}
     with pytest.raises(ValueError, match="not JSON data"):
         schema.dump(object())
+
+
+def test_of_builds_a_class_schema_once_and_a_dict_schema_each_time():
+    assert OutputSchema.of(Line) is OutputSchema.of(Line)
+    schema = {"type": "object"}
+    assert OutputSchema.of(schema) is not OutputSchema.of(schema)
+    assert OutputSchema.of(Line, name="row") is not OutputSchema.of(Line)
