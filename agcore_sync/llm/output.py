@@ -32,6 +32,7 @@ fragments equal, key order included, what the official SDKs send for
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import json
@@ -296,7 +297,8 @@ def _describe(output: Any) -> Tuple[Dict[str, Any], str, Callable[[str, Any], An
     """Return ``(schema, name, convert(text, data), is_pydantic)`` for what ``output=`` got."""
     if isinstance(output, dict):
         title = output.get("title")
-        return output, title if isinstance(title, str) else "output", (lambda _text, data: data), False
+        schema = copy.deepcopy(output)  # ours: a later change to the caller's dict cannot desync the validator
+        return schema, title if isinstance(title, str) else "output", (lambda _text, data: data), False
     if not isinstance(output, type):
         raise TypeError(
             "output= takes a JSON Schema dict, a dataclass, a TypedDict, an attrs class or a pydantic model "

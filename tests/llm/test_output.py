@@ -386,3 +386,11 @@ def test_of_builds_a_class_schema_once_and_a_dict_schema_each_time():
     schema = {"type": "object"}
     assert OutputSchema.of(schema) is not OutputSchema.of(schema)
     assert OutputSchema.of(Line, name="row") is not OutputSchema.of(Line)
+
+
+def test_changing_the_callers_dict_afterwards_changes_nothing():
+    given = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    schema = OutputSchema(given)
+    given["properties"]["n"]["type"] = "string"
+    assert schema.parse('{"n": 1}') == {"n": 1}
+    assert schema.json_schema["properties"]["n"]["type"] == "integer"
