@@ -155,7 +155,7 @@ class OutputValidationError(LlmError):
         retry_after: see :class:`LlmError`.
         body: see :class:`LlmError`.
 
-    .. versionadded:: 0.2
+    .. versionadded:: 0.1.0
     """
 
     def __init__(
@@ -191,7 +191,7 @@ class OutputRefusedError(LlmError):
         retry_after: see :class:`LlmError`.
         body: see :class:`LlmError`.
 
-    .. versionadded:: 0.2
+    .. versionadded:: 0.1.0
     """
 
     def __init__(

@@ -165,7 +165,7 @@ class ImageBlock(ContentBlock):
         >>> ImageBlock.from_url("https://example.com/cat.png?token=secret")
         ImageBlock(media_type='image/png', url='https://example.com/cat.png?…')
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     type: ClassVar[str] = "image"
@@ -251,7 +251,7 @@ class DocumentBlock(ContentBlock):
             that does not fit the source, invalid base64, or a URL scheme
             other than http, https or data.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     type: ClassVar[str] = "document"

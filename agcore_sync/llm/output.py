@@ -111,7 +111,7 @@ class OutputSchema:
         >>> schema.parse('{"name": "Lyon", "population": 522250}')
         City(name='Lyon', population=522250)
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     #: The JSON Schema answers are validated against (for a pydantic model,

@@ -137,9 +137,6 @@ class ToolResultBlock(ContentBlock):
 
     ``content`` is a str, or a tuple of :class:`TextBlock` and
     :class:`~agcore_sync.llm.media.ImageBlock` (a list is stored as a tuple).
-
-    .. versionchanged:: 0.2.0
-       ``content`` may hold blocks.
     """
 
     type: ClassVar[str] = "tool_result"
@@ -198,9 +195,6 @@ class Message:
         """Return a user message holding ``text``, then ``blocks`` (images, documents...).
 
         An empty ``text`` with blocks adds no text block (APIs refuse empty text).
-
-        .. versionchanged:: 0.2.0
-           ``*blocks``.
         """
         head = (TextBlock(text),) if text or not blocks else ()
         return cls(Role.USER, (*head, *blocks))
