@@ -68,6 +68,17 @@ _EXPORTS: Dict[str, str] = {
     "RateLimitError": "agcore_sync.llm.errors",
     "ResponseParseError": "agcore_sync.llm.errors",
     "ServerError": "agcore_sync.llm.errors",
+    "OutputRefusedError": "agcore_sync.llm.errors",
+    "OutputValidationError": "agcore_sync.llm.errors",
+    "DocumentBlock": "agcore_sync.llm.media",
+    "ImageBlock": "agcore_sync.llm.media",
+    "OutputSchema": "agcore_sync.llm.output",
+    "anthropic_output_format": "agcore_sync.llm.output",
+    "openai_response_format": "agcore_sync.llm.output",
+    "output_tool": "agcore_sync.llm.output",
+    "prompted_instructions": "agcore_sync.llm.output",
+    "responses_text_format": "agcore_sync.llm.output",
+    "retry_instructions": "agcore_sync.llm.output",
     "RetryConfig": "agcore_sync.llm.retry",
     "RetryProvider": "agcore_sync.llm.retry",
     "ToolLoopStream": "agcore_sync.loop.tool_stream",
@@ -150,6 +161,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         LlmError,
         LlmTimeoutError,
         MaxToolTurnsExceeded,
+        OutputRefusedError,
+        OutputValidationError,
         ProviderError,
         RateLimitError,
         ResponseParseError,
@@ -170,8 +183,18 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionCompleted,
         ToolExecutionStarted,
     )
+    from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
     from agcore_sync.llm.mock import MockProvider  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
+    from agcore_sync.llm.output import (  # noqa: F401
+        OutputSchema,
+        anthropic_output_format,
+        openai_response_format,
+        output_tool,
+        prompted_instructions,
+        responses_text_format,
+        retry_instructions,
+    )
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
