@@ -51,6 +51,7 @@ _EXPORTS: Dict[str, str] = {
     "ToolExecutionCompleted": "agcore_sync.llm.events",
     "ToolExecutionStarted": "agcore_sync.llm.events",
     "MockProvider": "agcore_sync.llm.mock",
+    "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
@@ -154,7 +155,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionCompleted,
         ToolExecutionStarted,
     )
-    from agcore_sync.llm.mock import MockProvider  # noqa: F401
+    from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
