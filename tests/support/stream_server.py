@@ -7,13 +7,8 @@ steps, and a step is either bytes (written and flushed at once) or a
 the Event only after it has seen the first parsed event proves delivery is
 incremental without any timing.
 
-Use the fixture from a test module (``tests/conftest.py`` does not import it).
-``tests`` is a namespace package (no ``tests/__init__.py``: other test
-modules rely on ``tests/`` itself being on ``sys.path``), so this import needs
-the repository root on ``sys.path``, as ``python -m pytest`` run from the root
-(the way ``.ci/run`` runs the suite) gives::
-
-    from tests.support.stream_server import stream_server  # noqa: F401
+The ``stream_server`` fixture is registered for the whole suite through
+``pytest_plugins`` in ``tests/conftest.py``: a test just names it::
 
     def test_something(stream_server):
         release = threading.Event()
