@@ -18,16 +18,14 @@ socket or other file descriptor may be left open.
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import re
 import select
 import socket
-import struct
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import attrs
@@ -44,6 +42,7 @@ from agcore_sync.llm.types import Message, MessageRequest, Usage
 from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
+from tests.support.http_server import LocalHttpServer
 from tests.support.leaks import new_fds, open_fds
 from tests.support.wire import (
     openai_chunk,
@@ -67,8 +66,6 @@ READ_TIMEOUT = 1.0
 STALL_BOUND = 10.0
 #: Slice of a stalled handler's wait, to notice the client leaving.
 _STALL_POLL = 0.05
-#: Bound on joining the server's threads at teardown.
-JOIN_TIMEOUT = 10.0
 RETRY_AFTER = 2.0
 API_KEY = "sk-chaos-0123456789abcdefSECRET"
 MODEL = "gpt-4o-mini"
@@ -167,7 +164,7 @@ class Record:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30.0
-    server: _Server
+    server: Any
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: requests are recorded instead."""
@@ -331,45 +328,21 @@ class _Handler(BaseHTTPRequestHandler):
                 return
 
     def _reset(self) -> None:
-        # SO_LINGER 0: close() sends RST, the client sees a reset connection.
         self.wfile.flush()
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.connection.close()
+        LocalHttpServer.reset(self.connection)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, owner: ChaosServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.owner = owner
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(target=self.process_request_thread, args=(request, client_address),
-                                  name=f"chaos-conn-{next(self.owner.ids)}", daemon=True)
-        self.owner.threads.append(thread)
-        thread.start()
-
-
-class ChaosServer:
+class ChaosServer(LocalHttpServer):
     """An OpenAI-compatible server on 127.0.0.1 that misbehaves by seed; see the module docstring.
 
-    It owns its serving thread and one thread per connection; :meth:`stop`
-    ends every wait, closes the socket and joins them all (bounded).
+    Its threads are owned and joined as :class:`~tests.support.http_server.LocalHttpServer` says.
     """
 
     def __init__(self, seed: int) -> None:
+        super().__init__(_Handler, name="chaos-server", path="/v1")
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.records: List[Record] = []
-        self.ids = itertools.count(1)
-        self.threads: List[threading.Thread] = []
-        self.stopping = threading.Event()
-        self._ready = threading.Event()
-        self._httpd = _Server(self)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._serve, name="chaos-server", daemon=True)
 
     def plan(self, body: Dict[str, Any], rng: random.Random) -> Plan:
         """The correct answer to ``body``: call ``add`` for a user message, answer a tool result."""
@@ -383,26 +356,9 @@ class ChaosServer:
         a, b = (int(n) for n in re.findall(r"-?\d+", last["content"]))
         return Plan((f"call_{len(self.records)}", {"a": a, "b": b}), None, usage, response_id)
 
-    def _serve(self) -> None:
-        self._ready.set()
-        self._httpd.serve_forever(poll_interval=0.05)
-
-    def start(self) -> None:
-        self._thread.start()
-        assert self._ready.wait(JOIN_TIMEOUT)
-
     def stop(self) -> None:
         """Stop serving and join every thread; idempotent."""
-        if self.stopping.is_set():
-            return
-        self.stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(JOIN_TIMEOUT)
-        for thread in self.threads:
-            thread.join(JOIN_TIMEOUT)
-        stuck = [t.name for t in [self._thread, *self.threads] if t.is_alive()]
-        assert not stuck, f"chaos server threads did not stop: {stuck}"
+        self.close()
 
 
 @pytest.fixture
