@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import email.utils
-import http.server
 import json
 import logging
 import threading
@@ -67,9 +66,6 @@ KEY = "sk-proj-test-0123456789abcdef"
 MODEL = "gpt-4o-mini"
 PRICE = Pricing(input=1.0, output=2.0, cache_read=0.5)
 
-#: Bound on every wait for the local test server's thread.
-SERVER_WAIT = 10.0
-
 
 # -- fixtures and helpers --------------------------------------------------------
 
@@ -110,43 +106,19 @@ def stream_events(provider, api, body, request=None):
     return list(provider.chat_stream(request or ask()))
 
 
-class _StallingHandler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        if self.server.prelude is not None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            self.wfile.write(self.server.prelude)
-            self.wfile.flush()
-        self.server.release.wait(SERVER_WAIT)
-
-    def log_message(self, format, *args):
-        pass
-
-
 @pytest.fixture
-def stalling_server():
+def stalling_server(stream_server):
     """A server that accepts, optionally sends a prelude, then says nothing until released."""
-    servers = []
 
     def start(prelude=None):
-        server = http.server.HTTPServer(("127.0.0.1", 0), _StallingHandler)
-        server.prelude = prelude
-        server.release = threading.Event()
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                  name="test-stalling-server")
-        thread.start()
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{server.server_address[1]}/v1", server.release
+        release = threading.Event()
+        if prelude is None:
+            stream_server.add_response([], hold_headers=release, framing="close")
+        else:
+            stream_server.add_response([prelude, release], framing="close")
+        return f"{stream_server.url}/v1", release
 
-    yield start
-    for server, thread in servers:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(SERVER_WAIT)
-        assert not thread.is_alive()
+    return start
 
 
 # -- construction ------------------------------------------------------------------

@@ -79,12 +79,15 @@ class ScriptedResponse:
         framing: ``"chunked"`` (HTTP/1.1 chunked transfer-encoding, one chunk
             per bytes step) or ``"close"`` (no length; the body ends when the
             connection closes).
+        hold_headers: an Event to wait on (bounded as a step) before the
+            status line, for a server that accepts and then says nothing.
     """
 
     steps: Sequence[Step]
     status: int = 200
     headers: Mapping[str, str] = attrs.field(factory=dict)
     framing: str = attrs.field(default="chunked", validator=attrs.validators.in_(_FRAMINGS))
+    hold_headers: Optional[threading.Event] = None
 
 
 @attrs.define
@@ -165,6 +168,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _play(self, script: ScriptedResponse, record: RecordedRequest) -> None:
         chunked = script.framing == "chunked"
+        if script.hold_headers is not None and not self._wait_step(script.hold_headers, record):
+            return
         self.send_response(script.status)
         names = {name.lower() for name in script.headers}
         if "content-type" not in names:
@@ -178,10 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         for step in script.steps:
             if isinstance(step, threading.Event):
-                if not self.server.owner.wait(step, self.server.owner.step_wait_timeout):
-                    record.error = (f"step Event not set within {self.server.owner.step_wait_timeout}s"
-                                    " (or the server stopped)")
-                    self._reset()
+                if not self._wait_step(step, record):
                     return
             elif step is ABORT:
                 record.error = "aborted by the script"
@@ -197,6 +199,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         record.completed = True
+
+    def _wait_step(self, event: threading.Event, record: RecordedRequest) -> bool:
+        """Wait for ``event`` (bounded); on a timeout record why and reset the connection."""
+        owner = self.server.owner
+        if owner.wait(event, owner.step_wait_timeout):
+            return True
+        record.error = f"step Event not set within {owner.step_wait_timeout}s (or the server stopped)"
+        self._reset()
+        return False
 
     def _reset(self) -> None:
         LocalHttpServer.reset(self.connection)
@@ -225,9 +236,11 @@ class StreamServer(LocalHttpServer):
         status: int = 200,
         headers: Optional[Mapping[str, str]] = None,
         framing: str = "chunked",
+        hold_headers: Optional[threading.Event] = None,
     ) -> ScriptedResponse:
-        """Queue the response for the next request that has none yet."""
-        script = ScriptedResponse(steps=list(steps), status=status, headers=dict(headers or {}), framing=framing)
+        """Queue the response for the next request that has none yet (fields as in :class:`ScriptedResponse`)."""
+        script = ScriptedResponse(steps=list(steps), status=status, headers=dict(headers or {}), framing=framing,
+                                  hold_headers=hold_headers)
         with self._lock:
             self._scripts.append(script)
         return script
