@@ -55,12 +55,6 @@ def shape(events):
     return names
 
 
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
 class Gate:
     """Lets a test hold a tool or a provider read at a known point."""
 
@@ -87,14 +81,6 @@ def gate():
     yield make
     for g in made:
         g.release.set()
-
-
-@pytest.fixture
-def registry():
-    reg = ToolRegistry()
-    reg.register(add)
-    yield reg
-    reg.close()
 
 
 def held_tool(g, name="held"):
