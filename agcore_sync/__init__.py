@@ -8,10 +8,16 @@ only a provider does not pay for sessions and MCP.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any, Dict, List
 
 #: The package version, also sent to MCP servers as ``clientInfo.version``.
 __version__ = "0.1.0"
+
+# A library logs; the application decides where it goes. Without this, a
+# script that never configured logging would see WARNING records on stderr
+# through logging's last-resort handler.
+logging.getLogger("agcore_sync").addHandler(logging.NullHandler())
 
 # Public name -> the module that defines it.
 _EXPORTS: Dict[str, str] = {
@@ -34,7 +40,7 @@ _EXPORTS: Dict[str, str] = {
     "PromptBuilder": "agcore_sync.prompt.builder",
     "PromptBundle": "agcore_sync.prompt.bundle",
     "PromptError": "agcore_sync.prompt.errors",
-    "CycleConfig": "agcore_sync.loop.cycle",
+    "CycleConfig": "agcore_sync.loop.config",
     "LlmCycle": "agcore_sync.loop.cycle",
     "ContentBlockEnd": "agcore_sync.llm.events",
     "ContentBlockStart": "agcore_sync.llm.events",
@@ -95,7 +101,7 @@ _EXPORTS: Dict[str, str] = {
     "Permission": "agcore_sync.tools.permission",
     "PermissionChecker": "agcore_sync.tools.permission",
     "PermissionConfig": "agcore_sync.tools.permission",
-    "ToolInvocation": "agcore_sync.tools.registry",
+    "ToolInvocation": "agcore_sync.tools.invocation",
     "ToolRegistry": "agcore_sync.tools.registry",
     "McpClient": "agcore_sync.tools.mcp.client",
     "McpToolResult": "agcore_sync.tools.mcp.client",
@@ -175,7 +181,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolUseBlock,
         Usage,
     )
-    from agcore_sync.loop.cycle import CycleConfig, LlmCycle  # noqa: F401
+    from agcore_sync.loop.config import CycleConfig  # noqa: F401
+    from agcore_sync.loop.cycle import LlmCycle  # noqa: F401
     from agcore_sync.loop.tool_stream import ToolLoopStream  # noqa: F401
     from agcore_sync.prompt.builder import PromptBuilder  # noqa: F401
     from agcore_sync.prompt.bundle import PromptBundle  # noqa: F401
@@ -195,10 +202,11 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolTimeoutError,
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
+    from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
     from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
     from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
     from agcore_sync.tools.mcp.stdio import StdioTransport  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
-    from agcore_sync.tools.registry import ToolInvocation, ToolRegistry  # noqa: F401
+    from agcore_sync.tools.registry import ToolRegistry  # noqa: F401

@@ -281,3 +281,15 @@ def test_a_message_while_the_previous_answer_streams_is_a_conflict_and_a_bad_bod
     assert rest[-1][0] == "done" and rest[-2][1].full_response.message.text == "done"
     assert bad.status_code == 400
     assert len(provider.requests) == 2
+
+
+def test_the_factory_needs_no_arguments_and_the_demo_model_calls_the_tools(serve):
+    server = serve()  # what `flask --app docs/examples/flask_app.py run` calls
+    pairs = events_of(post(f"{server.url}/chat/demo", "What is 17 * 23?"))
+    started = [event for _, event in pairs if isinstance(event, ToolExecutionStarted)]
+    completed = [event for _, event in pairs if isinstance(event, ToolExecutionCompleted)]
+    assert [event.tool_name for event in started] == ["multiply"]
+    assert completed[0].result_summary == "391"
+    text = "".join(event.text for _, event in pairs if isinstance(event, TextDelta))
+    assert "391" in text
+    assert pairs[-1][0] == "done"

@@ -82,10 +82,10 @@ def test_replaying_the_mock_events_without_message_complete_rebuilds_the_respons
     assert partial.finalize() == response
 
 
-def test_partial_ignores_meta_events_and_refuses_strangers():
+def test_partial_ignores_meta_events_and_refuses_errors_and_strangers():
     partial = PartialMessageResponse()
     assert partial.apply(ToolExecutionStarted("t", "c", "{}"))
-    assert partial.apply(Error("x"))
+    assert not partial.apply(Error("x"))  # an error is no part of the message, nor a meta event
     assert not partial.apply(ToolCallArgumentsDelta(5, "nope", "{"))
     assert not partial.apply(ToolCallEnd("nope", "t", "{}"))
 
