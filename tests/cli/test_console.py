@@ -19,8 +19,6 @@ from agcore_sync.llm.errors import ServerError
 from agcore_sync.llm.events import Error, MessageStart, TextDelta, ToolExecutionCompleted, ToolExecutionStarted
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.loop.cycle import CycleConfig
-from agcore_sync.tools.function import tool
-from agcore_sync.tools.registry import ToolRegistry
 
 
 def printer(spinner=False):
@@ -122,24 +120,13 @@ def test_one_line_collapses_every_whitespace_run():
 # -- run_turn ---------------------------------------------------------------------------------------
 
 
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def test_run_turn_prints_a_whole_turn_on_its_own_thread_and_reports_it_completed():
+def test_run_turn_prints_a_whole_turn_on_its_own_thread_and_reports_it_completed(registry):
     provider = MockProvider([MockProvider.tool_calls(("c1", "add", {"a": 17, "b": 23})), MockProvider.text("40")])
-    registry = ToolRegistry()
-    registry.register(add)
     p, out = printer()
     interrupt = TurnInterrupt()
     first_event = interrupt.current()
-    try:
-        session = AgentSession(provider, CycleConfig(), registry)
-        outcome = run_turn(session, "add 17 and 23", p, interrupt)
-    finally:
-        registry.close()
+    session = AgentSession(provider, CycleConfig(), registry)
+    outcome = run_turn(session, "add 17 and 23", p, interrupt)
     assert outcome is TurnOutcome.COMPLETED
     assert re.fullmatch(r'  \[tool\] add \{"a": 17, "b": 23\}\n'
                         r"  \[done\] add -> 40 \(\d+ ms\)\n"
