@@ -11,8 +11,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any, Dict, List
 
-#: The package version, also sent to MCP servers as ``clientInfo.version``.
-__version__ = "0.1.0"
+from agcore_sync._version import __version__
 
 # A library logs; the application decides where it goes. Without this, a
 # script that never configured logging would see WARNING records on stderr
@@ -83,7 +82,7 @@ _EXPORTS: Dict[str, str] = {
     "RetryConfig": "agcore_sync.llm.retry",
     "RetryProvider": "agcore_sync.llm.retry",
     "ToolLoopStream": "agcore_sync.loop.tool_stream",
-    "ContentBlock": "agcore_sync.llm.types",
+    "ContentBlock": "agcore_sync.llm.content",
     "Message": "agcore_sync.llm.types",
     "MessageRequest": "agcore_sync.llm.types",
     "MessageResponse": "agcore_sync.llm.types",

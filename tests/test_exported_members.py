@@ -22,6 +22,14 @@ EXPORTED = {
     "ToolRegistry", "ToolResultBlock", "ToolTimeoutError", "ToolUseBlock", "TurnStream", "Usage", "__version__",
     "tool",
 }
+# Round 4 (DESIGN.md), one set per capability so each branch adds its own line.
+EXPORTED |= {"McpToolCaller"}
+EXPORTED |= {"McpAuthError", "McpOAuth", "TokenStorage", "InMemoryTokenStorage", "FileTokenStorage", "OAuthToken",
+             "OAuthClientInfo", "console_authorize", "headless_authorize"}
+EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "anthropic_output_format",
+             "openai_response_format", "output_tool", "prompted_instructions", "responses_text_format",
+             "retry_instructions"}
+EXPORTED |= {"ImageBlock", "DocumentBlock"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():

@@ -41,14 +41,6 @@ _LINT = (
 
 #: Contracts still broken on this branch, with the imports that break them
 #: (other branches are removing them; the test then passes and can lose its mark).
-_BROKEN_TODAY = {
-    "layers": "tools.mcp.client imports the root package (for __version__), whose TYPE_CHECKING block "
-              "imports every layer",
-    "acyclic": "tools.mcp.client -> adapter (lazy, and under TYPE_CHECKING) against adapter -> client "
-               "(TYPE_CHECKING)",
-}
-
-
 def lint(where: Path, *contracts: str) -> Tuple[bool, str]:
     """Run the contracts of ``where/setup.cfg`` (all, or those named) on the package in ``where``.
 
@@ -72,11 +64,7 @@ def add_line(path: Path, line: str) -> None:
     path.write_text(path.read_text() + f"\n{line}\n")
 
 
-@pytest.mark.parametrize("contract", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=_BROKEN_TODAY[name]))
-    if name in _BROKEN_TODAY else name
-    for name in ("layers", "loop", "registry", "acyclic", "console")
-])
+@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console"])
 def test_the_package_keeps_its_import_contract(contract):
     kept, report = lint(ROOT, contract)
     assert "Contracts:" in report, report  # the linter ran and read the contract
