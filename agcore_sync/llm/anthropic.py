@@ -40,7 +40,8 @@ from agcore_sync.llm._anthropic_stream import (
     usage_from_wire,
 )
 from agcore_sync.llm._http_provider import HttpProvider
-from agcore_sync.llm._tool_calls import ToolCallIds
+from agcore_sync.llm._thinking_origin import ANTHROPIC, origin_of
+from agcore_sync.llm._tool_calls import ToolCallIds, wire_tool_id
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import ResponseParseError
 from agcore_sync.llm.events import StreamEvent
@@ -102,17 +103,18 @@ def _block_to_wire(block: ContentBlock) -> Optional[Dict[str, Any]]:
         return {"type": "text", "text": block.text} if block.text else None
     if isinstance(block, ToolUseBlock):
         tool_input = block.input if isinstance(block.input, dict) else {}
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": tool_input}
+        return {"type": "tool_use", "id": wire_tool_id(block.id), "name": block.name, "input": tool_input}
     if isinstance(block, ToolResultBlock):
-        return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content,
+        return {"type": "tool_result", "tool_use_id": wire_tool_id(block.tool_use_id), "content": block.content,
                 "is_error": block.is_error}
     if isinstance(block, ThinkingBlock):
+        if origin_of(block) != ANTHROPIC:
+            # Unsigned reasoning, or another provider's blob (a Responses
+            # reasoning item): the API would refuse it.
+            return None
         if block.redacted_data is not None:
             return {"type": "redacted_thinking", "data": block.redacted_data}
-        if block.signature is not None:
-            return {"type": "thinking", "thinking": block.text, "signature": block.signature}
-        # Unsigned reasoning (from another provider) would be refused by the API.
-        return None
+        return {"type": "thinking", "thinking": block.text, "signature": block.signature}
     raise TypeError(f"Anthropic: cannot send a content block of type {type(block).__name__}")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import requests
 
@@ -35,10 +35,47 @@ from agcore_sync.llm.types import (
     ToolUseBlock,
 )
 
-__all__ = ["OpenAIProvider", "DEFAULT_OPENAI_BASE_URL"]
+__all__ = ["OpenAIProvider", "DEFAULT_OPENAI_BASE_URL", "AZURE_API_PATH", "openai_key_and_url", "openai_auth_headers"]
 
 #: The public endpoint, used when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set.
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+#: The path of Azure OpenAI's v1 API under a resource endpoint.
+AZURE_API_PATH = "/openai/v1"
+
+
+def openai_key_and_url(api_key: Optional[str], base_url: Optional[str], *, azure: bool) -> Tuple[Optional[str], str]:
+    """Resolve the key and API root of an OpenAI provider from its arguments and the environment.
+
+    OpenAI: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, then the public
+    endpoint. Azure OpenAI (``azure=True``): ``AZURE_OPENAI_API_KEY``, and
+    ``AZURE_OPENAI_ENDPOINT`` with ``/openai/v1`` added (the v1 API, which
+    takes the deployment name as ``model`` and needs no ``api-version``).
+
+    Raises:
+        ValueError: ``azure=True`` with neither ``base_url`` nor
+            ``AZURE_OPENAI_ENDPOINT``.
+    """
+    if not azure:
+        if api_key is None:
+            api_key = os.environ.get("OPENAI_API_KEY")
+        return api_key, base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    if api_key is None:
+        api_key = os.environ.get("AZURE_OPENAI_API_KEY")
+    if not base_url:
+        endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT", "").rstrip("/")
+        if not endpoint:
+            raise ValueError("azure=True needs base_url (https://<resource>.openai.azure.com/openai/v1) "
+                             "or the AZURE_OPENAI_ENDPOINT variable")
+        base_url = endpoint if endpoint.endswith(AZURE_API_PATH) else endpoint + AZURE_API_PATH
+    return api_key, base_url
+
+
+def openai_auth_headers(api_key: Optional[str], *, azure: bool) -> Dict[str, str]:
+    """Return the auth header: ``Authorization: Bearer`` (OpenAI) or ``api-key`` (Azure); none without a key."""
+    if not api_key:
+        return {}
+    return {"api-key": api_key} if azure else {"Authorization": f"Bearer {api_key}"}
 
 
 class OpenAIProvider(HttpProvider):
@@ -101,6 +138,13 @@ class OpenAIProvider(HttpProvider):
             header, so they may replace it).
         max_tokens_param: the body key for ``max_tokens``; newer OpenAI
             models want ``"max_completion_tokens"``.
+        azure: talk to Azure OpenAI's v1 API: the key goes in an
+            ``api-key`` header instead of ``Authorization: Bearer``, None
+            reads ``AZURE_OPENAI_API_KEY``, ``base_url`` defaults to
+            ``AZURE_OPENAI_ENDPOINT`` + ``/openai/v1``, and ``model`` is the
+            deployment name. (With a Microsoft Entra token, leave
+            ``azure=False`` and pass the token as ``api_key``: it is a Bearer
+            token.)
         pricing: prices for ``CostUpdate.cost_usd``; None uses the built-in
             table (see :mod:`agcore_sync.llm.cost`).
 
@@ -120,15 +164,16 @@ class OpenAIProvider(HttpProvider):
         *,
         max_tokens_param: str = "max_tokens",
         pricing: PricingArg = None,
+        azure: bool = False,
     ) -> None:
         if not isinstance(max_tokens_param, str) or not max_tokens_param:
             raise ValueError(f"max_tokens_param must be a non-empty string, got {max_tokens_param!r}")
-        if api_key is None:
-            api_key = os.environ.get("OPENAI_API_KEY")
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+        api_key, base_url = openai_key_and_url(api_key, base_url, azure=azure)
         super().__init__(model, api_key, base_url, timeout, session, extra_headers, pricing)
         #: The body key that carries ``MessageRequest.max_tokens``.
         self.max_tokens_param = max_tokens_param
+        #: True when the provider talks to Azure OpenAI (``api-key`` header).
+        self.azure = azure
 
     @property
     def url(self) -> str:
@@ -136,7 +181,7 @@ class OpenAIProvider(HttpProvider):
         return f"{self.base_url}/chat/completions"
 
     def _auth_headers(self) -> Dict[str, str]:
-        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        return openai_auth_headers(self._api_key, azure=self.azure)
 
     # -- the two calls --------------------------------------------------------
 
