@@ -58,6 +58,7 @@ _EXPORTS: Dict[str, str] = {
     "MockProvider": "agcore_sync.llm.mock",
     "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
+    "OpenAIResponsesProvider": "agcore_sync.llm.responses",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
     "LlmError": "agcore_sync.llm.errors",
@@ -186,6 +187,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
     from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
+    from agcore_sync.llm.responses import OpenAIResponsesProvider  # noqa: F401
     from agcore_sync.llm.output import (  # noqa: F401
         OutputSchema,
         anthropic_output_format,
