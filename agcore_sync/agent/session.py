@@ -123,8 +123,20 @@ class AgentSession:
 
     @property
     def provider(self) -> LlmProvider:
-        """The model."""
+        """The model; assign another provider to switch from the next request on.
+
+        Each provider sends what it can read of the history and drops the
+        rest (another provider's thinking signatures or reasoning items);
+        tool-call ids stay paired with their results. Keep
+        ``CycleConfig.model=None`` so each provider uses its own ``model``.
+        """
         return self._cycle.provider
+
+    @provider.setter
+    def provider(self, provider: LlmProvider) -> None:
+        if not isinstance(provider, LlmProvider):
+            raise TypeError(f"provider must be an LlmProvider, got {type(provider).__name__}")
+        self._cycle.provider = provider
 
     @property
     def config(self) -> CycleConfig:
