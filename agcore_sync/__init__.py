@@ -187,7 +187,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
     from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
-    from agcore_sync.llm.responses import OpenAIResponsesProvider  # noqa: F401
     from agcore_sync.llm.output import (  # noqa: F401
         OutputSchema,
         anthropic_output_format,
@@ -199,6 +198,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
+    from agcore_sync.llm.responses import OpenAIResponsesProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
     from agcore_sync.llm.types import (  # noqa: F401
         ContentBlock,

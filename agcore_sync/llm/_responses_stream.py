@@ -64,7 +64,7 @@ _BLOCK_KINDS = {"message": "text", "reasoning": "thinking", "function_call": "to
 class _Item:
     """One output item being streamed."""
 
-    __slots__ = ("kind", "index", "item_id", "call_id", "name", "parts", "part_key", "text", "done")
+    __slots__ = ("kind", "index", "item_id", "call_id", "name", "parts", "part_key", "done")
 
     def __init__(self, kind: str, index: int, item_id: Optional[str]) -> None:
         self.kind = kind
@@ -72,9 +72,10 @@ class _Item:
         self.item_id = item_id
         self.call_id = ""
         self.name = ""
-        self.parts: List[str] = []  # argument pieces of a call
+        # Pieces streamed so far: argument pieces of a call, text of a message
+        # or reasoning item (a list: appending to one growing str is quadratic).
+        self.parts: List[str] = []
         self.part_key: Any = None  # the reasoning part the last delta belonged to
-        self.text = ""  # text streamed so far (message and reasoning items)
         self.done = False
 
 
@@ -191,7 +192,7 @@ class ResponsesStreamTranslator(StreamTranslator):
         if data.get("type") == "response.refusal.delta":
             self._refused = True
         if isinstance(piece, str) and piece and not item.done:
-            item.text += piece
+            item.parts.append(piece)
             events.append(TextDelta(piece))
 
     def _on_reasoning(self, data: Dict[str, Any], events: List[StreamEvent]) -> None:
@@ -200,10 +201,10 @@ class ResponsesStreamTranslator(StreamTranslator):
         if not isinstance(piece, str) or not piece or item.done:
             return
         key = (data.get("type"), data.get("summary_index", data.get("content_index")))
-        if key != item.part_key and item.text:
+        if key != item.part_key and item.parts:
             piece = PART_SEPARATOR + piece
         item.part_key = key
-        item.text += piece
+        item.parts.append(piece)
         events.append(ThinkingDelta(piece))
 
     def _on_arguments(self, data: Dict[str, Any], events: List[StreamEvent]) -> None:
@@ -245,9 +246,10 @@ class ResponsesStreamTranslator(StreamTranslator):
     def _catch_up(item: _Item, final: str, event_cls: Any, events: List[StreamEvent]) -> None:
         # A server that sends an item's text only in output_item.done (or
         # fewer deltas than its text) still gives the whole text.
-        if final.startswith(item.text) and len(final) > len(item.text):
-            rest = final[len(item.text):]
-            item.text = final
+        streamed = "".join(item.parts)
+        if final.startswith(streamed) and len(final) > len(streamed):
+            rest = final[len(streamed):]
+            item.parts.append(rest)
             events.append(event_cls(rest))
 
     def _flush_reasoning(self, next_item_id: Any, events: List[StreamEvent]) -> None:

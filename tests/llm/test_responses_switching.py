@@ -72,7 +72,8 @@ def test_a_session_moves_between_chat_anthropic_and_responses_and_every_request_
     stream_server.add_response(openai_text_stream("chatcmpl-2", ["3"], (20, 1)))
     stream_server.add_response([_anthropic_thinking_call()])
     stream_server.add_response([_anthropic_text("5")])
-    stream_server.add_response(reasoning_calls_stream("r1", "Sum again.", ENCRYPTED, [("call_r", "add", {"a": 5, "b": 5})]))
+    stream_server.add_response(
+        reasoning_calls_stream("r1", "Sum again.", ENCRYPTED, [("call_r", "add", {"a": 5, "b": 5})]))
     stream_server.add_response(text_stream("r2", ["10"]))
     stream_server.add_response(openai_text_stream("chatcmpl-3", ["done"], (30, 1)))
     stream_server.add_response([_anthropic_text("ok")])

@@ -58,7 +58,8 @@ def _message(pieces: Sequence[str]) -> Tuple[Dict[str, Any], List[Dict[str, Any]
     return item, [{"type": "response.output_text.delta", "content_index": 0, "delta": p} for p in pieces]
 
 
-def _call(number: int, call_id: str, name: str, arguments: Dict[str, Any]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def _call(number: int, call_id: str, name: str,
+          arguments: Dict[str, Any]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     text = json.dumps(arguments)
     item = {"id": f"fc_{number}", "type": "function_call", "status": "completed", "call_id": call_id,
             "name": name, "arguments": text}
