@@ -64,7 +64,7 @@ def add_line(path: Path, line: str) -> None:
     path.write_text(path.read_text() + f"\n{line}\n")
 
 
-@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console"])
+@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console", "mcp-adapter"])
 def test_the_package_keeps_its_import_contract(contract):
     kept, report = lint(ROOT, contract)
     assert "Contracts:" in report, report  # the linter ran and read the contract
@@ -109,3 +109,13 @@ def test_loop_config_importing_the_cycle_breaks_the_loop_contract(copy):
     kept, report = lint(copy, "loop")
     assert not kept
     assert "agcore_sync.loop.config is not allowed to import agcore_sync.loop.cycle" in report, report
+
+
+#: A module past this many lines is split along an idea (DESIGN.md "Layout").
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_of_the_package_is_over_500_lines():
+    long = {str(path.relative_to(ROOT)): n for path in sorted((ROOT / "agcore_sync").rglob("*.py"))
+            if (n := len(path.read_text("utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

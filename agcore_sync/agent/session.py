@@ -24,12 +24,14 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from agcore_sync import _check
 from agcore_sync.agent.errors import AgentError
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.hooks import HookError, HookEvent, Hooks
 from agcore_sync.llm.cost import PricingArg, find_pricing
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
+from agcore_sync.loop._conversation import check_parts
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
 from agcore_sync.loop.tool_stream import ToolLoopStream
@@ -96,6 +98,8 @@ class AgentSession:
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None,
                  registry: Optional[ToolRegistry] = None, system_prompt: Any = None,
                  hooks: Optional[Hooks] = None, compact: Any = None, *, pricing: PricingArg = None) -> None:
+        check_parts("AgentSession", provider, config, hooks)
+        _check.optional_instance("AgentSession", "registry", registry, ToolRegistry, "a ToolRegistry")
         self._cycle = LlmCycle(provider, config, system_prompt, hooks, compact)
         self._owns_registry = registry is None
         self.registry = registry if registry is not None else ToolRegistry()

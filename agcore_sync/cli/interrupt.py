@@ -1,4 +1,4 @@
-"""The per-turn Event that lets Ctrl-C cut interruptible tools short.
+"""Ctrl-C: the per-turn Event that cuts interruptible tools short, and the exit status.
 
 It sits apart from the demo so that the console printer (``console.py``),
 which arms and fires it around every turn, does not import the demo, and
@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["TurnInterrupt"]
+__all__ = ["EXIT_INTERRUPTED", "TurnInterrupt"]
+
+#: Exit status after Ctrl-C (128 + SIGINT, the shell's convention).
+EXIT_INTERRUPTED = 130
 
 
 class TurnInterrupt:

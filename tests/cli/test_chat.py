@@ -136,7 +136,7 @@ def test_ctrl_c_during_a_demo_tool_cancels_the_turn_and_the_next_turn_works(chil
     assert "Traceback" not in chat.output
 
 
-def test_ctrl_c_at_the_prompt_exits_cleanly(children):
+def test_ctrl_c_at_the_prompt_exits_cleanly_with_status_130(children):
     chat = children(["chat"], use_pty=True)
     chat.expect(PROMPT)
 
@@ -148,7 +148,7 @@ def test_ctrl_c_at_the_prompt_exits_cleanly(children):
         chat.send_line("")
     status, _ = chat.finish()
 
-    assert status == 0
+    assert status == 130  # docs/cli.rst: 130 after Ctrl-C
     assert "Traceback" not in chat.output
     assert "error" not in chat.output
 

@@ -214,3 +214,17 @@ def test_bad_option_values_are_refused_before_anything_runs():
     assert result.returncode == 2
     assert "expected 0 or more" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["-m", "agcore_sync"], ["-m", "agcore_sync.cli"]], ids=["python -m", "cli"])
+def test_version_prints_the_package_version(command):
+    import subprocess
+    import sys
+
+    import agcore_sync
+
+    if command[-1] == "agcore_sync.cli":
+        command = ["-c", "import sys; from agcore_sync.cli import main; sys.exit(main(sys.argv[1:]))"]
+    done = subprocess.run([sys.executable, *command, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"agcore-sync {agcore_sync.__version__}"

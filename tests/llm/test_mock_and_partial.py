@@ -209,3 +209,13 @@ def test_chat_on_a_stream_entry_returns_its_completed_response_or_says_it_has_no
     assert provider.chat(REQUEST) is response
     with pytest.raises(LlmError, match="ended without a MessageComplete"):
         provider.chat(REQUEST)
+
+
+def test_tool_execution_started_offers_its_arguments_parsed_as_hooks_see_them():
+    from agcore_sync.llm.events import ToolExecutionStarted
+
+    assert ToolExecutionStarted("add", "c1", '{"a": 1, "b": [2]}').parsed_arguments == {"a": 1, "b": [2]}
+    assert ToolExecutionStarted("add", "c1", "").parsed_arguments == {}
+    assert ToolExecutionStarted("add", "c1", '{"a": ').parsed_arguments == '{"a": '
+    event = ToolExecutionStarted("add", "c1", '{"a": 1}')
+    assert "parsed_arguments" not in event.to_dict()
