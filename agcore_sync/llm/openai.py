@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import requests
 
+from agcore_sync import _check
 from agcore_sync.llm._http_provider import HttpProvider
 from agcore_sync.llm._openai_stream import OpenAIStreamTranslator, error_from_body, stop_reason, usage_from_wire
 from agcore_sync.llm._tool_calls import ToolCallIds
@@ -44,13 +45,20 @@ DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 AZURE_API_PATH = "/openai/v1"
 
 
-def openai_key_and_url(api_key: Optional[str], base_url: Optional[str], *, azure: bool) -> Tuple[Optional[str], str]:
+def openai_key_and_url(api_key: Optional[str], base_url: Optional[str], *, azure: bool,
+                       owner: str = "OpenAIProvider") -> Tuple[Optional[str], str]:
     """Resolve the key and API root of an OpenAI provider from its arguments and the environment.
 
     OpenAI: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, then the public
     endpoint. Azure OpenAI (``azure=True``): ``AZURE_OPENAI_API_KEY``, and
     ``AZURE_OPENAI_ENDPOINT`` with ``/openai/v1`` added (the v1 API, which
     takes the deployment name as ``model`` and needs no ``api-version``).
+
+    Args:
+        api_key: the key given, or None to read the environment.
+        base_url: the API root given, or None to read the environment.
+        azure: resolve for Azure OpenAI.
+        owner: the class named in errors.
 
     Raises:
         ValueError: ``azure=True`` with neither ``base_url`` nor
@@ -65,7 +73,7 @@ def openai_key_and_url(api_key: Optional[str], base_url: Optional[str], *, azure
     if not base_url:
         endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT", "").rstrip("/")
         if not endpoint:
-            raise ValueError("azure=True needs base_url (https://<resource>.openai.azure.com/openai/v1) "
+            raise ValueError(f"{owner}: azure=True needs base_url (https://<resource>.openai.azure.com/openai/v1) "
                              "or the AZURE_OPENAI_ENDPOINT variable")
         base_url = endpoint if endpoint.endswith(AZURE_API_PATH) else endpoint + AZURE_API_PATH
     return api_key, base_url
@@ -168,7 +176,8 @@ class OpenAIProvider(HttpProvider):
     ) -> None:
         if not isinstance(max_tokens_param, str) or not max_tokens_param:
             raise ValueError(f"max_tokens_param must be a non-empty string, got {max_tokens_param!r}")
-        api_key, base_url = openai_key_and_url(api_key, base_url, azure=azure)
+        _check.instance(type(self).__name__, "azure", azure, bool, "True or False")
+        api_key, base_url = openai_key_and_url(api_key, base_url, azure=azure, owner=type(self).__name__)
         super().__init__(model, api_key, base_url, timeout, session, extra_headers, pricing)
         #: The body key that carries ``MessageRequest.max_tokens``.
         self.max_tokens_param = max_tokens_param

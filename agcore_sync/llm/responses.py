@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional
 
 import requests
 
+from agcore_sync import _check
 from agcore_sync.llm._http_provider import HttpProvider
 from agcore_sync.llm._responses_stream import ResponsesStreamTranslator
 from agcore_sync.llm._responses_wire import is_reasoning_model, parse_response, request_body
@@ -102,8 +103,10 @@ class OpenAIResponsesProvider(HttpProvider):
             :class:`~agcore_sync.llm.openai.OpenAIProvider`).
 
     Raises:
-        ValueError: ``reasoning_summary`` is not one of the values above, or
-            ``azure=True`` without an endpoint.
+        TypeError: an argument of the wrong type (one line naming it).
+        ValueError: ``reasoning_summary`` is not one of the values above,
+            ``azure=True`` without an endpoint, or a bad ``base_url`` or
+            ``timeout``.
 
     .. versionadded:: 0.4.0
     """
@@ -125,14 +128,16 @@ class OpenAIResponsesProvider(HttpProvider):
         reasoning_summary: Optional[str] = None,
         azure: bool = False,
     ) -> None:
+        owner = type(self).__name__
         if reasoning_summary not in _SUMMARIES:
-            raise ValueError(f"reasoning_summary must be one of {_SUMMARIES}, got {reasoning_summary!r}")
-        if encrypted_reasoning not in (None, True, False):
-            raise ValueError(f"encrypted_reasoning must be None, True or False, got {encrypted_reasoning!r}")
-        api_key, base_url = openai_key_and_url(api_key, base_url, azure=azure)
+            raise ValueError(f"{owner}: reasoning_summary must be one of {_SUMMARIES}, got {reasoning_summary!r}")
+        _check.optional_instance(owner, "encrypted_reasoning", encrypted_reasoning, bool, "True, False or None")
+        _check.instance(owner, "store", store, bool, "True or False")
+        _check.instance(owner, "azure", azure, bool, "True or False")
+        api_key, base_url = openai_key_and_url(api_key, base_url, azure=azure, owner=owner)
         super().__init__(model, api_key, base_url, timeout, session, extra_headers, pricing)
         #: Sent as ``store``.
-        self.store = bool(store)
+        self.store = store
         #: None: ``include`` encrypted reasoning for reasoning models only; True/False: always/never.
         self.encrypted_reasoning = encrypted_reasoning
         #: ``reasoning.summary`` to ask for, or None.

@@ -186,3 +186,43 @@ def test_every_key_of_our_request_body_is_a_parameter_the_sdk_sends_the_same(str
     assert ours["include"] == ["reasoning.encrypted_content"] and ours["store"] is False
     assert [item.get("type") for item in ours["input"]] == [None, "reasoning", "function_call",
                                                             "function_call_output"]
+
+
+def _translate(name: str) -> List[Any]:
+    from agcore_sync._http.masking import Masker
+    from agcore_sync._http.sse import SseParser
+    from agcore_sync.llm._responses_stream import ResponsesStreamTranslator
+
+    translator = ResponsesStreamTranslator(MODEL, pricing=None, masker=Masker(None))
+    parser = SseParser()
+    events: List[Any] = []
+    for sse_event in [*parser.feed((CORPUS / name).read_bytes()), *parser.close()]:
+        events.extend(translator.feed(sse_event))
+    assert translator.done
+    return events
+
+
+@pytest.mark.parametrize("name", [n for n in STREAMS if not n.startswith(("12_", "13_"))])
+def test_a_streamed_response_equals_the_plain_one_and_replays_through_the_accumulator(name):
+    from agcore_sync._http.masking import Masker
+    from agcore_sync.llm._responses_wire import parse_response
+    from agcore_sync.llm.partial import PartialMessageResponse
+    from agcore_sync.llm.types import MessageResponse
+
+    events = _translate(name)
+    streamed = events[-1].full_response
+    final = None
+    for line in (CORPUS / name).read_text(encoding="utf-8").splitlines():
+        if line.startswith("data: "):
+            data = json.loads(line[6:])
+            if data["type"] in ("response.completed", "response.incomplete"):
+                final = data["response"]
+    plain = parse_response(final, MODEL, Masker(None))
+    assert streamed.message == plain.message  # reasoning signatures byte-exact, next item ids included
+    assert (streamed.stop_reason, streamed.usage) == (plain.stop_reason, plain.usage)
+    replay = PartialMessageResponse()
+    for event in events[:-1]:
+        assert replay.apply(event)
+    replay.stop_reason = streamed.stop_reason
+    assert replay.finalize() == streamed
+    assert MessageResponse.from_dict(json.loads(json.dumps(streamed.to_dict()))) == streamed
