@@ -108,7 +108,7 @@ class OpenAIResponsesProvider(HttpProvider):
             ``azure=True`` without an endpoint, or a bad ``base_url`` or
             ``timeout``.
 
-    .. versionadded:: 0.4.0
+    .. versionadded:: 0.2.0
     """
 
     provider_name = "OpenAI Responses"

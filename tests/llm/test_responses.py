@@ -130,3 +130,23 @@ def test_azure_without_an_endpoint_is_a_value_error_naming_what_to_set():
 def test_a_bad_reasoning_summary_is_a_value_error():
     with pytest.raises(ValueError, match="reasoning_summary"):
         OpenAIResponsesProvider("o3", reasoning_summary="verbose")
+
+
+def test_a_native_output_schema_on_the_request_is_sent_as_text_format(mock):
+    import attrs
+
+    from agcore_sync import OutputSchema, responses_text_format
+
+    @attrs.frozen
+    class WithOutput(MessageRequest):  # the output= field the loops put on requests (issue 9)
+        output: object = None
+        output_mode: str = "native"
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    mock.post(URL, json=_text_body('{"city": "Oslo"}'))
+    mock.post(URL, json=_text_body("x"))
+    provider = OpenAIResponsesProvider("gpt-4.1", api_key=KEY)
+    provider.chat(WithOutput(None, [Message.user("hi")], output=OutputSchema(schema, name="City")))
+    assert _sent(mock)["text"] == {"format": responses_text_format(OutputSchema(schema, name="City"))}
+    provider.chat(WithOutput(None, [Message.user("hi")], output=schema, output_mode="tool"))
+    assert "text" not in _sent(mock)
