@@ -144,3 +144,16 @@ def test_each_thinking_block_knows_which_provider_made_its_blob():
     assert origin_of(block) == OPENAI_RESPONSES
     assert ThinkingBlock.from_dict(block.to_dict()) == block  # to_dict keeps its old shape
     assert set(block.to_dict()) == {"type", "text", "signature", "redacted_data"}
+
+
+def test_an_id_anthropic_would_refuse_maps_to_one_safe_id_in_the_call_and_in_its_result():
+    from agcore_sync import Message, ToolUseBlock
+    from agcore_sync.llm.anthropic import _messages_to_wire
+
+    odd = "functions.add:0"  # as some OpenAI-compatible servers name their calls
+    _, wire = _messages_to_wire((Message("assistant", [ToolUseBlock(odd, "add", {"a": 1})]),
+                                 Message.tool_result(odd, "1"), Message.tool_result("toolu_01AbC", "2")))
+    use_id = wire[0]["content"][0]["id"]
+    assert use_id == wire[1]["content"][0]["tool_use_id"]
+    assert use_id != odd and all(c.isalnum() or c in "_-" for c in use_id) and len(use_id) <= 64
+    assert wire[1]["content"][1]["tool_use_id"] == "toolu_01AbC"  # a safe id is sent as it is
