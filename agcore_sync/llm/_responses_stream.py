@@ -165,12 +165,13 @@ class ResponsesStreamTranslator(StreamTranslator):
         if isinstance(wire, dict) and wire.get("type") in _BLOCK_KINDS:
             self._open(data.get("output_index"), wire, events)
         elif isinstance(wire, dict):
-            self._flush_reasoning(wire.get("id"), events)
+            # The item after the reasoning is one we do not keep: no id to pair.
+            self._flush_reasoning(None, events)
             logger.debug("OpenAI Responses: skipping an output item of type %r", wire.get("type"))
 
     def _open(self, output_index: Any, wire: Dict[str, Any], events: List[StreamEvent]) -> _Item:
         item_id = wire.get("id") if isinstance(wire.get("id"), str) else None
-        self._flush_reasoning(item_id, events)
+        self._flush_reasoning(item_id if wire["type"] != "reasoning" else None, events)
         kind = _BLOCK_KINDS[wire["type"]]
         item = _Item(kind, self._next_index, item_id)
         self._next_index += 1

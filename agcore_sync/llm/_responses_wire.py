@@ -82,6 +82,9 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 # "openai/" (OpenRouter, LiteLLM) is ignored.
 _REASONING_MODEL = re.compile(r"^(?:[\w.-]+/)?(?:o\d|gpt-5(?!(?:\.\d+)?-chat)|codex-mini)", re.IGNORECASE)
 
+# Output items that become blocks (a reasoning item pairs with the next of these).
+_KEPT_ITEMS = ("message", "function_call")
+
 # The text of summary / reasoning-text parts is joined with a blank line.
 PART_SEPARATOR = "\n\n"
 
@@ -360,7 +363,8 @@ def parse_response(data: Any, model: str, masker: Masker) -> MessageResponse:
     for position, item in enumerate(output):
         kind = item.get("type")
         if kind == "reasoning":
-            following = output[position + 1].get("id") if position + 1 < len(output) else None
+            after = output[position + 1] if position + 1 < len(output) else {}
+            following = after.get("id") if after.get("type") in _KEPT_ITEMS else None
             blocks.append(reasoning_block(item, following if isinstance(following, str) else None))
         elif kind == "message":
             text, refusal = _message_text(item)

@@ -226,3 +226,16 @@ def test_a_streamed_response_equals_the_plain_one_and_replays_through_the_accumu
     replay.stop_reason = streamed.stop_reason
     assert replay.finalize() == streamed
     assert MessageResponse.from_dict(json.loads(json.dumps(streamed.to_dict()))) == streamed
+
+
+def test_a_reasoning_item_pairs_only_with_a_kept_item_that_follows_it_and_goes_back_with_it():
+    from agcore_sync.llm._responses_wire import input_items
+
+    message = _translate("19_reasoning_builtin_tool_text.sse")[-1].full_response.message
+    envelopes = [read_envelope(b.signature) for b in message.content if isinstance(b, ThinkingBlock)]
+    # rs_01 is followed by a web search (not kept), rs_02 by the message.
+    assert [(e["item"]["id"], e["next_item_id"]) for e in envelopes] == [("rs_01", None), ("rs_02", "msg_01")]
+    items = input_items((Message.user("Weather?"), message, Message.user("thanks")), store=False)
+    assert [(i.get("type"), i.get("id")) for i in items] == [
+        (None, None), ("reasoning", "rs_01"), ("reasoning", "rs_02"), ("message", "msg_01"), (None, None)]
+    assert items[3]["content"] == [{"type": "output_text", "text": "It is sunny.", "annotations": []}]
