@@ -10,6 +10,7 @@ import pytest
 from agcore_sync.llm import events as events_module
 from agcore_sync.llm import types as types_module
 from agcore_sync.llm.events import (
+    ApprovalRequired,
     ContentBlockEnd,
     ContentBlockStart,
     CostUpdate,
@@ -20,6 +21,7 @@ from agcore_sync.llm.events import (
     TextDelta,
     ThinkingDelta,
     ToolCallArgumentsDelta,
+    ToolApprovalRequest,
     ToolCallEnd,
     ToolExecutionCompleted,
     ToolExecutionStarted,
@@ -76,6 +78,9 @@ SAMPLES = {
     ToolExecutionStarted: ToolExecutionStarted("add", "call_1", '{"a": 1}'),
     ToolExecutionCompleted: ToolExecutionCompleted("add", "call_1", "3", False, 0.01),
     Error: Error("boom"),
+    ToolApprovalRequest: ToolApprovalRequest("call_1", "send_email", {"to": "ada@example.com", "cc": ["é"]}),
+    ApprovalRequired: ApprovalRequired((ToolApprovalRequest("call_1", "send_email", {"to": "ada@example.com"}),
+                                        ToolApprovalRequest("call_2", "delete", {}))),
     RetryConfig: RetryConfig(max_retries=5, jitter=False),
     CycleConfig: CycleConfig("m", max_tokens=10, retry=RetryConfig(max_retries=1)),
 }
