@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,8 @@ from agcore_sync.llm.partial import PartialMessageResponse
 CHILD = Path(__file__).with_name("resume_child.py")
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = CycleConfig(retry=None, tool_timeout_secs=None)
+#: Bound on every wait for something that must happen.
+WAIT = 5.0
 
 
 class Counter:
@@ -112,7 +116,7 @@ def test_the_other_call_runs_once_before_the_pause_and_the_approved_one_once_aft
     assert paused_response.has_tool_calls  # submit_turn returns the response whose calls wait
     assert session.pending_approvals == (ToolApprovalRequest("c1", "send_email", {"to": "ada@example.com"}),)
     assert tools.runs == [("lookup", "ada")]
-    assert len(provider.requests) == 1
+    assert len(provider.requests) == 1 and tools.count("send_email") == 1
 
     answer = session.resume_turn({"c1": Approve()})
 
@@ -467,3 +471,40 @@ def test_requires_approval_must_be_a_bool():
         def f() -> str:
             """F."""
             return ""
+
+
+@pytest.mark.parametrize("error", [
+    TurnPausedError("paused", ("c1", "c2")),
+    ApprovalDecisionError("bad", unknown=["zz"], missing=["c1"]),
+    TurnNotPausedError("nothing paused"),
+], ids=lambda e: type(e).__name__)
+def test_the_new_errors_pickle_with_their_facts(error):
+    restored = pickle.loads(pickle.dumps(error))
+    assert type(restored) is type(error) and str(restored) == str(error)
+    for name in ("pending_ids", "unknown", "missing"):
+        assert getattr(restored, name, None) == getattr(error, name, None)
+
+
+def test_a_resumed_stream_closed_early_ends_the_turn_once_and_sends_nothing_more(tools):
+    hooks, fired = counting_hooks()
+    entered, release = threading.Event(), threading.Event()
+    provider = MockProvider([mixed_round(usage=Usage(20, 10)), MockProvider.text("never sent")])
+    session = AgentSession(provider, CONFIG, tools.registry, hooks=hooks)
+    session.submit_turn("Invite Ada.")
+
+    def hold(ctx):
+        entered.set()
+        release.wait(WAIT)
+
+    # Hold the worker in the POST_TOOL_USE of the approved call, then close the stream.
+    hooks.on(HookEvent.POST_TOOL_USE, hold)
+    stream = session.resume_turn_stream({"c1": Approve()})
+    assert entered.wait(WAIT)
+    stream.close()
+    release.set()
+    stream.worker.join(WAIT)
+    assert not stream.worker.is_alive()
+    assert session.turn_index == 1 and session.pending_approvals == ()
+    assert count(fired, HookEvent.ON_TURN_END) == 1
+    assert session.cost_so_far == Usage(20, 10)
+    assert len(provider.requests) == 1 and tools.count("send_email") == 1
