@@ -116,7 +116,7 @@ def test_the_other_call_runs_once_before_the_pause_and_the_approved_one_once_aft
     assert paused_response.has_tool_calls  # submit_turn returns the response whose calls wait
     assert session.pending_approvals == (ToolApprovalRequest("c1", "send_email", {"to": "ada@example.com"}),)
     assert tools.runs == [("lookup", "ada")]
-    assert len(provider.requests) == 1 and tools.count("send_email") == 1
+    assert len(provider.requests) == 1
 
     answer = session.resume_turn({"c1": Approve()})
 
