@@ -24,8 +24,9 @@ fired once at submit; usage, messages, ``ON_TURN_END`` and ``turn_index``
 count it once, when it really ends.
 
 One turn at a time: starting a turn while one is open raises
-:class:`AgentError` (:class:`TurnPausedError` while one is paused). A session is not meant to be shared by threads
-without a lock of the caller's (a web app keeps one per conversation).
+:class:`AgentError` (:class:`TurnPausedError` while one is paused). A
+session is not meant to be shared by threads without a lock of the
+caller's (a web app keeps one per conversation).
 """
 
 from __future__ import annotations
