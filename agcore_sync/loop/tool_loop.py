@@ -387,6 +387,10 @@ class ToolLoop:
                                                    not inv.ok))
         for inv in outcomes:
             if inv is not None and inv.error is not None and not inv.error.recoverable:
+                if emit is not None:  # the waiting calls' Started get their Completed before the Error
+                    for i in waiting:
+                        emit(ToolExecutionCompleted(calls[i].name, calls[i].id,
+                                                    f"not run: {inv.error}"[:SUMMARY_CHARS], True, 0.0))
                 raise inv.error
         return results
 

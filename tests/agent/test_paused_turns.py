@@ -29,6 +29,7 @@ from agcore_sync import (
     MessageStart,
     MockProvider,
     ToolApprovalRequest,
+    ToolError,
     ToolExecutionCompleted,
     ToolExecutionStarted,
     ToolRegistry,
@@ -508,3 +509,24 @@ def test_a_resumed_stream_closed_early_ends_the_turn_once_and_sends_nothing_more
     assert count(fired, HookEvent.ON_TURN_END) == 1
     assert session.cost_so_far == Usage(20, 10)
     assert len(provider.requests) == 1 and tools.count("send_email") == 1
+
+
+def test_an_unrecoverable_failure_in_a_pausing_round_ends_the_turn_and_closes_every_started_call(tools):
+    @tool
+    def broken() -> str:
+        """Fail beyond repair."""
+        raise ToolError("the disk is gone", recoverable=False)
+
+    tools.registry.register(broken)
+    provider = MockProvider([MockProvider.tool_calls(("c1", "send_email", {"to": "ada@example.com"}),
+                                                     ("c2", "broken", {}))])
+    session = AgentSession(provider, CONFIG, tools.registry)
+    events = list(session.submit_turn_stream("Go."))
+
+    assert isinstance(events[-1], Error) and "the disk is gone" in events[-1].message
+    started = [e.tool_call_id for e in events if isinstance(e, ToolExecutionStarted)]
+    completed = [e.tool_call_id for e in events if isinstance(e, ToolExecutionCompleted)]
+    assert sorted(started) == sorted(completed) == ["c1", "c2"]
+    assert not any(isinstance(e, ApprovalRequired) for e in events)
+    assert session.pending_approvals == () and session.turn_index == 1
+    assert tools.count("send_email") == 0
