@@ -84,7 +84,7 @@ def post_decisions(session_id, answers):
 
 
 pending = post_message("s-1", "Invite Ada, and everyone, to lunch.")
-for call_id, name, arguments in pending:
+for _, name, arguments in pending:
     print(f"approve {name}({arguments})?")
 answers = {call_id: arguments["to"] == "ada@example.com" for call_id, _, arguments in pending}  # the human
 session = post_decisions("s-1", answers)
