@@ -329,8 +329,13 @@ class AgentSession:
         """Rebuild a session saved by :meth:`to_dict`.
 
         Raises:
-            AgentError: ``format_version`` is missing or unknown.
+            AgentError: ``data`` is not a saved session, or its
+                ``format_version`` is newer than this version reads.
         """
+        if not isinstance(data, Mapping) or "format_version" not in data:
+            kind = type(data).__name__ if not isinstance(data, Mapping) else "a dict without format_version"
+            raise AgentError(f"AgentSession.from_dict: {kind} is not a saved session; pass what "
+                             "session.to_dict() returned (after json.loads, if it was stored as JSON)")
         version = data.get("format_version")
         if version != FORMAT_VERSION:
             raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "
