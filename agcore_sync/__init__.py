@@ -11,8 +11,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any, Dict, List
 
-#: The package version, also sent to MCP servers as ``clientInfo.version``.
-__version__ = "0.1.0"
+from agcore_sync._version import __version__
 
 # A library logs; the application decides where it goes. Without this, a
 # script that never configured logging would see WARNING records on stderr
@@ -29,7 +28,7 @@ _EXPORTS: Dict[str, str] = {
     "SlotNotFoundError": "agcore_sync.agent.errors",
     "SlotReadonlyError": "agcore_sync.agent.errors",
     "AgentSession": "agcore_sync.agent.session",
-    "TurnStream": "agcore_sync.agent.session",
+    "TurnStream": "agcore_sync.agent.turn_stream",
     "AgcoreError": "agcore_sync.errors",
     "ContextOverflowError": "agcore_sync.errors",
     "Approve": "agcore_sync.hooks",
@@ -65,6 +64,7 @@ _EXPORTS: Dict[str, str] = {
     "ToolExecutionCompleted": "agcore_sync.llm.events",
     "ToolExecutionStarted": "agcore_sync.llm.events",
     "MockProvider": "agcore_sync.llm.mock",
+    "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
@@ -76,10 +76,21 @@ _EXPORTS: Dict[str, str] = {
     "RateLimitError": "agcore_sync.llm.errors",
     "ResponseParseError": "agcore_sync.llm.errors",
     "ServerError": "agcore_sync.llm.errors",
+    "OutputRefusedError": "agcore_sync.llm.errors",
+    "OutputValidationError": "agcore_sync.llm.errors",
+    "DocumentBlock": "agcore_sync.llm.media",
+    "ImageBlock": "agcore_sync.llm.media",
+    "OutputSchema": "agcore_sync.llm.output",
+    "anthropic_output_format": "agcore_sync.llm.output",
+    "openai_response_format": "agcore_sync.llm.output",
+    "output_tool": "agcore_sync.llm.output",
+    "prompted_instructions": "agcore_sync.llm.output",
+    "responses_text_format": "agcore_sync.llm.output",
+    "retry_instructions": "agcore_sync.llm.output",
     "RetryConfig": "agcore_sync.llm.retry",
     "RetryProvider": "agcore_sync.llm.retry",
     "ToolLoopStream": "agcore_sync.loop.tool_stream",
-    "ContentBlock": "agcore_sync.llm.types",
+    "ContentBlock": "agcore_sync.llm.content",
     "Message": "agcore_sync.llm.types",
     "MessageRequest": "agcore_sync.llm.types",
     "MessageResponse": "agcore_sync.llm.types",
@@ -94,6 +105,7 @@ _EXPORTS: Dict[str, str] = {
     "Usage": "agcore_sync.llm.types",
     "BaseTool": "agcore_sync.tools.base",
     "InvalidArgumentsError": "agcore_sync.tools.error",
+    "McpAuthError": "agcore_sync.tools.error",
     "McpConnectionError": "agcore_sync.tools.error",
     "McpError": "agcore_sync.tools.error",
     "McpNotInitializedError": "agcore_sync.tools.error",
@@ -113,9 +125,18 @@ _EXPORTS: Dict[str, str] = {
     "McpClient": "agcore_sync.tools.mcp.client",
     "McpToolResult": "agcore_sync.tools.mcp.client",
     "McpTool": "agcore_sync.tools.mcp.adapter",
+    "McpToolCaller": "agcore_sync.tools.mcp.adapter",
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
     "RestartPolicy": "agcore_sync.tools.mcp.restart",
+    "McpOAuth": "agcore_sync.tools.mcp.auth.oauth",
+    "headless_authorize": "agcore_sync.tools.mcp.auth.oauth",
+    "console_authorize": "agcore_sync.tools.mcp.auth.oauth",
+    "TokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "InMemoryTokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "FileTokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "OAuthToken": "agcore_sync.tools.mcp.auth.storage",
+    "OAuthClientInfo": "agcore_sync.tools.mcp.auth.storage",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -144,7 +165,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         TurnNotPausedError,
         TurnPausedError,
     )
-    from agcore_sync.agent.session import AgentSession, TurnStream  # noqa: F401
+    from agcore_sync.agent.session import AgentSession  # noqa: F401
+    from agcore_sync.agent.turn_stream import TurnStream  # noqa: F401
     from agcore_sync.errors import AgcoreError, ContextOverflowError  # noqa: F401
     from agcore_sync.hooks import Approve, Defer, Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
     from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
@@ -155,6 +177,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         LlmError,
         LlmTimeoutError,
         MaxToolTurnsExceeded,
+        OutputRefusedError,
+        OutputValidationError,
         ProviderError,
         RateLimitError,
         ResponseParseError,
@@ -177,8 +201,18 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionCompleted,
         ToolExecutionStarted,
     )
-    from agcore_sync.llm.mock import MockProvider  # noqa: F401
+    from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
+    from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
+    from agcore_sync.llm.output import (  # noqa: F401
+        OutputSchema,
+        anthropic_output_format,
+        openai_response_format,
+        output_tool,
+        prompted_instructions,
+        responses_text_format,
+        retry_instructions,
+    )
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
@@ -208,6 +242,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.tools.base import BaseTool  # noqa: F401
     from agcore_sync.tools.error import (  # noqa: F401
         InvalidArgumentsError,
+        McpAuthError,
         McpConnectionError,
         McpError,
         McpNotInitializedError,
@@ -220,7 +255,15 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
     from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
-    from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
+    from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller  # noqa: F401
+    from agcore_sync.tools.mcp.auth.oauth import McpOAuth, console_authorize, headless_authorize  # noqa: F401
+    from agcore_sync.tools.mcp.auth.storage import (  # noqa: F401
+        FileTokenStorage,
+        InMemoryTokenStorage,
+        OAuthClientInfo,
+        OAuthToken,
+        TokenStorage,
+    )
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
     from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401

@@ -34,23 +34,25 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from agcore_sync import _check
 from agcore_sync.agent.approval import cancelled_record, check_decisions
 from agcore_sync.agent.errors import AgentError, TurnNotPausedError, TurnPausedError
 from agcore_sync.agent.slots import SlotStore
-from agcore_sync.hooks import Decision, HookError, HookEvent, Hooks
+from agcore_sync.agent.turn_stream import TurnStream  # defined there, still importable from here
+from agcore_sync.hooks import Decision, HookEvent, Hooks
 from agcore_sync.llm.cost import PricingArg, find_pricing
 from agcore_sync.llm.events import ToolApprovalRequest
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
+from agcore_sync.loop._conversation import check_parts
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
-from agcore_sync.loop.tool_stream import ToolLoopStream
 from agcore_sync.tools.registry import ToolRegistry
 
-__all__ = ["AgentSession", "TurnStream", "FORMAT_VERSION"]
+__all__ = ["AgentSession", "FORMAT_VERSION"]
 
 logger = logging.getLogger("agcore_sync.session")
 
@@ -58,44 +60,6 @@ logger = logging.getLogger("agcore_sync.session")
 #: ``paused_turn``; version 1 still loads).
 FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
-
-
-class TurnStream(ToolLoopStream):
-    """A :class:`ToolLoopStream` that also ends its session turn.
-
-    The turn ends when the stream is exhausted, closed, or collected,
-    whichever comes first (see :mod:`agcore_sync.loop.tool_stream`).
-    Created by :meth:`AgentSession.submit_turn_stream`.
-
-    Its turn may pause for approval: then the last event is
-    ``ApprovalRequired`` and ``pending_approvals`` lists the calls.
-
-    Args:
-        cycle: the session's cycle, bound to its current slot.
-        registry: the tools.
-        user_input: the turn's user message (None when resuming).
-        end_turn: called once with the turn's
-            :class:`~agcore_sync.loop.tool_loop.TurnRecord` when the stream
-            ends (the messages are already in the cycle's history, unless the
-            turn paused).
-        max_buffered_events: bounds the event queue (None: unbounded).
-        resume: ``(paused, decisions)`` to continue a paused turn.
-    """
-
-    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: Optional[str], *,
-                 end_turn: Callable[[TurnRecord], None], max_buffered_events: Optional[int] = None,
-                 resume: Optional[Tuple[PausedTurn, Mapping[str, Decision]]] = None) -> None:
-        self._end_turn = end_turn
-        super().__init__(cycle, registry, user_input, max_buffered_events=max_buffered_events, pausable=True,
-                         resume=resume)
-
-    def _on_end(self, record: TurnRecord) -> None:
-        try:
-            self._end_turn(record)
-        except HookError as exc:
-            # The iterator has already ended; the failure is logged (by Hooks)
-            # and kept on the stream.
-            self.error = self.error or exc
 
 
 class AgentSession:
@@ -120,6 +84,8 @@ class AgentSession:
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None,
                  registry: Optional[ToolRegistry] = None, system_prompt: Any = None,
                  hooks: Optional[Hooks] = None, compact: Any = None, *, pricing: PricingArg = None) -> None:
+        check_parts("AgentSession", provider, config, hooks)
+        _check.optional_instance("AgentSession", "registry", registry, ToolRegistry, "a ToolRegistry")
         self._cycle = LlmCycle(provider, config, system_prompt, hooks, compact)
         self._owns_registry = registry is None
         self.registry = registry if registry is not None else ToolRegistry()
@@ -478,8 +444,13 @@ class AgentSession:
         Reads ``format_version`` 1 (no paused turns) and 2.
 
         Raises:
-            AgentError: ``format_version`` is missing or unknown.
+            AgentError: ``data`` is not a saved session, or its
+                ``format_version`` is newer than this version reads.
         """
+        if not isinstance(data, Mapping) or "format_version" not in data:
+            kind = type(data).__name__ if not isinstance(data, Mapping) else "a dict without format_version"
+            raise AgentError(f"AgentSession.from_dict: {kind} is not a saved session; pass what "
+                             "session.to_dict() returned (after json.loads, if it was stored as JSON)")
         version = data.get("format_version")
         if version not in _READABLE_VERSIONS:
             raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "

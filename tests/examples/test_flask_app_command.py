@@ -28,7 +28,7 @@ def serve(command, env=None):
     """Start ``command``, wait for Flask's "Running on" line, return (process, drain thread)."""
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
-    lines: "queue.Queue[str | None]" = queue.Queue()
+    lines: queue.Queue[str | None] = queue.Queue()
 
     def drain():
         for line in proc.stderr:
