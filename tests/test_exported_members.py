@@ -31,6 +31,8 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
              "retry_instructions"}
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"OpenAIResponsesProvider"}
+EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",
+             "TurnNotPausedError", "ApprovalDecisionError"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():
