@@ -150,3 +150,51 @@ def test_a_native_output_schema_on_the_request_is_sent_as_text_format(mock):
     assert _sent(mock)["text"] == {"format": responses_text_format(OutputSchema(schema, name="City"))}
     provider.chat(WithOutput(None, [Message.user("hi")], output=schema, output_mode="tool"))
     assert "text" not in _sent(mock)
+
+
+CORPUS = __import__("pathlib").Path(__file__).parent / "responses_corpus"
+
+
+def _stream_events(stream_server, steps):
+    from contextlib import closing
+
+    from agcore_sync import CostUpdate
+
+    stream_server.add_response(steps)
+    seen = []
+    with closing(OpenAIResponsesProvider("gpt-5-mini", api_key=KEY, base_url=stream_server.url + "/v1")) as provider:
+        with pytest.raises(Exception) as caught:
+            for event in provider.chat_stream(MessageRequest(None, [Message.user("hi")])):
+                seen.append(event)
+    return caught.value, [e for e in seen if isinstance(e, CostUpdate)]
+
+
+@pytest.mark.parametrize("name, error_type, retryable, billed", [
+    ("12_failed.sse", ServerError, True, 12),
+    ("13_error_midstream.sse", "RateLimitError", True, None),
+])
+def test_a_failed_response_or_an_error_event_raises_its_typed_error_after_the_usage_it_billed(
+        stream_server, name, error_type, retryable, billed):
+    import agcore_sync
+
+    error, costs = _stream_events(stream_server, [(CORPUS / name).read_bytes()])
+    expected = getattr(agcore_sync, error_type) if isinstance(error_type, str) else error_type
+    assert isinstance(error, expected) and error.retryable is retryable
+    assert [c.usage.total_tokens for c in costs] == ([billed] if billed else [])
+
+
+def test_a_stream_cut_before_response_completed_is_a_connection_error(stream_server):
+    from agcore_sync import LlmConnectionError
+
+    data = (CORPUS / "01_text.sse").read_bytes()
+    cut = data[:data.rindex(b"event: response.completed")]
+    error, costs = _stream_events(stream_server, [cut])
+    assert isinstance(error, LlmConnectionError) and error.retryable and costs == []
+
+
+def test_assigning_a_session_a_provider_that_is_not_one_is_a_type_error():
+    from agcore_sync import AgentSession, CycleConfig, MockProvider
+
+    session = AgentSession(MockProvider([]), CycleConfig())
+    with pytest.raises(TypeError, match="provider"):
+        session.provider = "gpt-4o"

@@ -239,3 +239,30 @@ def test_a_reasoning_item_pairs_only_with_a_kept_item_that_follows_it_and_goes_b
     assert [(i.get("type"), i.get("id")) for i in items] == [
         (None, None), ("reasoning", "rs_01"), ("reasoning", "rs_02"), ("message", "msg_01"), (None, None)]
     assert items[3]["content"] == [{"type": "output_text", "text": "It is sunny.", "annotations": []}]
+
+
+def test_the_text_format_of_a_pydantic_output_equals_what_responses_parse_sends(stream_server):
+    import attrs
+    import pydantic
+
+    class City(pydantic.BaseModel):
+        name: str
+        population: int
+
+    @attrs.frozen
+    class WithOutput(MessageRequest):  # the output= field the loops put on requests (issue 9)
+        output: object = None
+
+    answer = _final_response("01_text.sse")
+    answer["output"][0]["content"][0]["text"] = '{"name": "Oslo", "population": 709037}'
+    body = json.dumps(answer).encode()
+    for _ in range(2):
+        stream_server.add_response([body], headers={"Content-Type": "application/json"})
+    with openai.OpenAI(api_key="sk-test", base_url=stream_server.url + "/v1", max_retries=0) as client:
+        parsed = client.responses.parse(model=MODEL, input="hi", text_format=City)
+    assert parsed.output_parsed == City(name="Oslo", population=709037)
+    with closing(OpenAIResponsesProvider(MODEL, api_key="sk-test", base_url=stream_server.url + "/v1")) as provider:
+        response = provider.chat(WithOutput(None, [Message.user("hi")], output=City))
+    sdk_body, our_body = (r.json for r in stream_server.requests)
+    assert our_body["text"] == sdk_body["text"]
+    assert json.loads(response.message.text) == {"name": "Oslo", "population": 709037}
