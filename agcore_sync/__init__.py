@@ -19,6 +19,15 @@ _EXPORTS: Dict[str, str] = {
     "AgentError": "agcore_sync.agent.errors",
     "SlotNotFoundError": "agcore_sync.agent.errors",
     "SlotReadonlyError": "agcore_sync.agent.errors",
+    "SessionBusyError": "agcore_sync.agent.errors",
+    "SessionConflictError": "agcore_sync.agent.errors",
+    "SessionNotFoundError": "agcore_sync.agent.errors",
+    "SessionStoreError": "agcore_sync.agent.errors",
+    "LeaseBackend": "agcore_sync.agent.store",
+    "SessionLease": "agcore_sync.agent.store",
+    "SessionStore": "agcore_sync.agent.store",
+    "StoredSession": "agcore_sync.agent.store",
+    "SqliteSessionStore": "agcore_sync.agent.sqlite_store",
     "AgentSession": "agcore_sync.agent.session",
     "TurnStream": "agcore_sync.agent.session",
     "AgcoreError": "agcore_sync.errors",
@@ -122,8 +131,18 @@ def __dir__() -> List[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.agent.compact import CompactConfig  # noqa: F401
-    from agcore_sync.agent.errors import AgentError, SlotNotFoundError, SlotReadonlyError  # noqa: F401
+    from agcore_sync.agent.errors import (  # noqa: F401
+        AgentError,
+        SessionBusyError,
+        SessionConflictError,
+        SessionNotFoundError,
+        SessionStoreError,
+        SlotNotFoundError,
+        SlotReadonlyError,
+    )
     from agcore_sync.agent.session import AgentSession, TurnStream  # noqa: F401
+    from agcore_sync.agent.sqlite_store import SqliteSessionStore  # noqa: F401
+    from agcore_sync.agent.store import LeaseBackend, SessionLease, SessionStore, StoredSession  # noqa: F401
     from agcore_sync.errors import AgcoreError, ContextOverflowError  # noqa: F401
     from agcore_sync.hooks import Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
     from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
