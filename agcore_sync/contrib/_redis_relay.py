@@ -14,7 +14,7 @@ import time
 from typing import Any, Iterator, Mapping, Optional, Tuple
 
 from agcore_sync.agent._store_support import check_ttl
-from agcore_sync.contrib._redis_support import check_client, check_prefix, ms, redis, text
+from agcore_sync.contrib._redis_support import as_text, check_client, check_prefix, ms, redis
 from agcore_sync.errors import AgcoreError
 from agcore_sync.llm.events import StreamEvent
 
@@ -105,7 +105,7 @@ class RedisEventRelay:
             status, entry_id = self._append(keys=[self._key(turn_id)], args=[field, value, ttl])
         except redis.RedisError as exc:
             raise self._failed("append to", turn_id, exc) from exc
-        return bool(status), text(entry_id)
+        return bool(status), as_text(entry_id)
 
     def publish(self, turn_id: str, event: StreamEvent) -> str:
         """Append ``event.to_dict()`` (as JSON) to the turn's stream; return its entry id.
@@ -207,8 +207,8 @@ class RedisEventRelay:
             batches = response.values() if isinstance(response, dict) else [entries for _, entries in response or ()]
             for entries in batches:
                 for raw_id, fields in entries:
-                    last = text(raw_id)
-                    fields = {text(k): text(v) for k, v in fields.items()}
+                    last = as_text(raw_id)
+                    fields = {as_text(k): as_text(v) for k, v in fields.items()}
                     if "end" in fields:
                         return
                     yield last, self._event(turn_id, last, fields), fields["event"]
@@ -223,8 +223,8 @@ class RedisEventRelay:
         if not newest:
             return False
         raw_id, fields = newest[0]
-        ended = any(text(k) == "end" for k in fields)
-        return ended and _id_key(text(raw_id)) <= _id_key(after)
+        ended = any(as_text(k) == "end" for k in fields)
+        return ended and _id_key(as_text(raw_id)) <= _id_key(after)
 
     def _event(self, turn_id: str, entry_id: str, fields: Mapping[str, str]) -> StreamEvent:
         try:

@@ -25,7 +25,7 @@ from agcore_sync.agent._store_support import (
 )
 from agcore_sync.agent.errors import SessionStoreError
 from agcore_sync.agent.store import DEFAULT_LEASE_TTL, SessionLease, SessionStore, StoredSession
-from agcore_sync.contrib._redis_support import check_client, check_prefix, ms, redis, text
+from agcore_sync.contrib._redis_support import as_text, check_client, check_prefix, ms, redis
 
 __all__ = ["RedisSessionStore", "SCHEMA_VERSION"]
 
@@ -172,9 +172,9 @@ class RedisSessionStore(SessionStore):
             fields = self.client.hgetall(self._key("session", session_id))
         if not fields:
             return None
-        fields = {text(k): v for k, v in fields.items()}
+        fields = {as_text(k): v for k, v in fields.items()}
         try:
-            schema, version = int(text(fields["schema"])), int(text(fields["version"]))
+            schema, version = int(as_text(fields["schema"])), int(as_text(fields["version"]))
         except (KeyError, ValueError) as exc:
             raise SessionStoreError(
                 f"stored session {session_id!r} in {where} is corrupt (field {exc} missing or not a number); "
@@ -202,7 +202,7 @@ class RedisSessionStore(SessionStore):
                 "" if self.ttl is None else str(ms(self.ttl)), str(SCHEMA_VERSION)]
         with self._translated("save", session_id):
             status, value = self._save(keys=keys, args=args)
-        value = text(value)
+        value = as_text(value)
         if status == 2:
             raise SessionStoreError(
                 f"stored session {session_id!r} in {self!r} has schema version {value}, written by a newer "

@@ -14,10 +14,10 @@ except ImportError as exc:  # exercised in a subprocess by the tests
     raise ImportError("agcore_sync.contrib.redis needs the optional `redis` package; install the extra: "
                       "pip install 'agcore_sync[redis]'") from exc
 
-__all__ = ["redis", "text", "ms", "check_client", "check_prefix"]
+__all__ = ["redis", "as_text", "ms", "check_client", "check_prefix"]
 
 
-def text(value: Any) -> str:
+def as_text(value: Any) -> str:
     """Return a reply value as str (clients with and without ``decode_responses``)."""
     return value.decode("utf-8") if isinstance(value, (bytes, bytearray)) else str(value)
 
