@@ -42,6 +42,19 @@ def child_location(db_path, store):
     return "sqlite", str(db_path)
 
 
+@pytest.fixture
+def expire_lease(db_path):
+    def expire(session_id):
+        conn = sqlite3.connect(db_path)
+        try:
+            conn.execute("UPDATE agcore_leases SET expires_at = 0 WHERE id = ?", (session_id,))
+            conn.commit()
+        finally:
+            conn.close()
+
+    return expire
+
+
 class TestSqliteStoreContract(StoreContract):
     pass
 

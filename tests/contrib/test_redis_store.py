@@ -31,6 +31,11 @@ def child_location(redis_server, redis_client):
     return "redis", redis_server.url
 
 
+@pytest.fixture
+def expire_lease(redis_client):
+    return lambda session_id: redis_client.delete(f"agcore:session-lease:{{{session_id}}}")
+
+
 class TestRedisStoreContract(StoreContract):
     pass
 

@@ -6,7 +6,9 @@ A subclass provides three fixtures:
 - ``make_store``: ``make_store(ttl=None)`` -> another store object on the
   same data (another connection or client), closed after the test;
 - ``child_location``: ``(kind, location)`` for ``tests.support.store_child``,
-  so a second process opens the same store.
+  so a second process opens the same store;
+- ``expire_lease``: ``expire_lease(session_id)`` makes the current lease
+  expire now, behind the store's back (as a stalled holder's would).
 
 Cross-process tests talk to ``tests/support/store_child.py`` over pipes:
 every ordering is forced by a line read, never by a clock. Lease expiry is
@@ -223,8 +225,8 @@ class StoreContract:
         saved_at = time.monotonic()
         store.save("chat-1", {"n": 1})
         assert store.load("chat-1") == StoredSession({"n": 1}, 1)
-        waited = wait_for(lambda: store.load("chat-1") is None, timeout=ttl + 5.0)
-        assert time.monotonic() - saved_at >= ttl * 0.9 or waited > 0
+        wait_for(lambda: store.load("chat-1") is None, timeout=ttl + 5.0)
+        assert time.monotonic() - saved_at >= ttl * 0.9  # not before its time
         # Expired counts as new, and its versions are not reused.
         with pytest.raises(SessionConflictError):
             store.save("chat-1", {"n": 2}, expected_version=1)
@@ -284,6 +286,18 @@ class StoreContract:
                 with store.lease("chat-1", ttl=ttl):
                     pass
         assert lease_threads() == []
+
+    def test_a_lease_that_expired_and_was_taken_over_is_lost_and_left_to_the_new_holder(
+            self, store, make_store, expire_lease):
+        first = store.lease("chat-1", ttl=0.6)
+        with first:
+            expire_lease("chat-1")
+            with make_store().lease("chat-1", ttl=30) as second:
+                wait_for(lambda: first.lost, timeout=5.0)  # its next renewal finds the new holder
+                assert not first.held and second.held
+        assert lease_threads() == []
+        with make_store().lease("chat-1", ttl=30):  # the second released it; the first never touched it
+            pass
 
     def test_leases_hold_across_processes(self, store, child_location):
         holder = Child(*child_location, "lease", "chat-1", "10")
