@@ -131,7 +131,7 @@ def test_a_read_with_nothing_coming_raises_timeout_error_after_timeout_seconds(r
 
 
 def test_the_timeout_counts_from_the_last_event_not_from_the_start(relay):
-    timeout = 0.5
+    timeout = 1.0
     received: queue.Queue = queue.Queue()
     result = []
 
@@ -147,8 +147,8 @@ def test_the_timeout_counts_from_the_last_event_not_from_the_start(relay):
     reader = threading.Thread(target=consume, name="test-relay-reader")
     reader.start()
     try:
-        for i in range(4):  # about 4 x 0.3 s in all: longer than the timeout, each gap shorter
-            threading.Event().wait(0.3)  # time passing is the behaviour under test
+        for i in range(4):  # about 4 x 0.4 s in all: longer than the timeout, each gap shorter
+            threading.Event().wait(0.4)  # time passing is the behaviour under test
             relay.publish("turn-1", TextDelta(str(i)))
             assert received.get(timeout=WAIT) == TextDelta(str(i))
         relay.finish("turn-1")
@@ -172,7 +172,7 @@ def test_a_client_with_a_short_socket_timeout_reads_in_shorter_slices(make_clien
     before = xread_calls(redis_client)
     with pytest.raises(TimeoutError):
         list(relay.read("turn-quiet", timeout=1.2))  # slices of 0.25 s stay under the socket timeout
-    assert xread_calls(redis_client) - before >= 4
+    assert xread_calls(redis_client) - before >= 3
 
 
 def test_the_stream_expires_ttl_seconds_after_its_last_append(redis_client):
