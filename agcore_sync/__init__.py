@@ -8,10 +8,15 @@ only a provider does not pay for sessions and MCP.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any, Dict, List
 
-#: The package version, also sent to MCP servers as ``clientInfo.version``.
-__version__ = "0.1.0"
+from agcore_sync._version import __version__
+
+# A library logs; the application decides where it goes. Without this, a
+# script that never configured logging would see WARNING records on stderr
+# through logging's last-resort handler.
+logging.getLogger("agcore_sync").addHandler(logging.NullHandler())
 
 # Public name -> the module that defines it.
 _EXPORTS: Dict[str, str] = {
@@ -43,7 +48,7 @@ _EXPORTS: Dict[str, str] = {
     "PromptBuilder": "agcore_sync.prompt.builder",
     "PromptBundle": "agcore_sync.prompt.bundle",
     "PromptError": "agcore_sync.prompt.errors",
-    "CycleConfig": "agcore_sync.loop.cycle",
+    "CycleConfig": "agcore_sync.loop.config",
     "LlmCycle": "agcore_sync.loop.cycle",
     "ContentBlockEnd": "agcore_sync.llm.events",
     "ContentBlockStart": "agcore_sync.llm.events",
@@ -60,6 +65,7 @@ _EXPORTS: Dict[str, str] = {
     "ToolExecutionCompleted": "agcore_sync.llm.events",
     "ToolExecutionStarted": "agcore_sync.llm.events",
     "MockProvider": "agcore_sync.llm.mock",
+    "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
@@ -71,10 +77,21 @@ _EXPORTS: Dict[str, str] = {
     "RateLimitError": "agcore_sync.llm.errors",
     "ResponseParseError": "agcore_sync.llm.errors",
     "ServerError": "agcore_sync.llm.errors",
+    "OutputRefusedError": "agcore_sync.llm.errors",
+    "OutputValidationError": "agcore_sync.llm.errors",
+    "DocumentBlock": "agcore_sync.llm.media",
+    "ImageBlock": "agcore_sync.llm.media",
+    "OutputSchema": "agcore_sync.llm.output",
+    "anthropic_output_format": "agcore_sync.llm.output",
+    "openai_response_format": "agcore_sync.llm.output",
+    "output_tool": "agcore_sync.llm.output",
+    "prompted_instructions": "agcore_sync.llm.output",
+    "responses_text_format": "agcore_sync.llm.output",
+    "retry_instructions": "agcore_sync.llm.output",
     "RetryConfig": "agcore_sync.llm.retry",
     "RetryProvider": "agcore_sync.llm.retry",
     "ToolLoopStream": "agcore_sync.loop.tool_stream",
-    "ContentBlock": "agcore_sync.llm.types",
+    "ContentBlock": "agcore_sync.llm.content",
     "Message": "agcore_sync.llm.types",
     "MessageRequest": "agcore_sync.llm.types",
     "MessageResponse": "agcore_sync.llm.types",
@@ -89,6 +106,7 @@ _EXPORTS: Dict[str, str] = {
     "Usage": "agcore_sync.llm.types",
     "BaseTool": "agcore_sync.tools.base",
     "InvalidArgumentsError": "agcore_sync.tools.error",
+    "McpAuthError": "agcore_sync.tools.error",
     "McpConnectionError": "agcore_sync.tools.error",
     "McpError": "agcore_sync.tools.error",
     "McpNotInitializedError": "agcore_sync.tools.error",
@@ -103,14 +121,23 @@ _EXPORTS: Dict[str, str] = {
     "Permission": "agcore_sync.tools.permission",
     "PermissionChecker": "agcore_sync.tools.permission",
     "PermissionConfig": "agcore_sync.tools.permission",
-    "ToolInvocation": "agcore_sync.tools.registry",
+    "ToolInvocation": "agcore_sync.tools.invocation",
     "ToolRegistry": "agcore_sync.tools.registry",
     "McpClient": "agcore_sync.tools.mcp.client",
     "McpToolResult": "agcore_sync.tools.mcp.client",
     "McpTool": "agcore_sync.tools.mcp.adapter",
+    "McpToolCaller": "agcore_sync.tools.mcp.adapter",
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
     "RestartPolicy": "agcore_sync.tools.mcp.restart",
+    "McpOAuth": "agcore_sync.tools.mcp.auth.oauth",
+    "headless_authorize": "agcore_sync.tools.mcp.auth.oauth",
+    "console_authorize": "agcore_sync.tools.mcp.auth.oauth",
+    "TokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "InMemoryTokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "FileTokenStorage": "agcore_sync.tools.mcp.auth.storage",
+    "OAuthToken": "agcore_sync.tools.mcp.auth.storage",
+    "OAuthClientInfo": "agcore_sync.tools.mcp.auth.storage",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -153,6 +180,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         LlmError,
         LlmTimeoutError,
         MaxToolTurnsExceeded,
+        OutputRefusedError,
+        OutputValidationError,
         ProviderError,
         RateLimitError,
         ResponseParseError,
@@ -173,8 +202,18 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionCompleted,
         ToolExecutionStarted,
     )
-    from agcore_sync.llm.mock import MockProvider  # noqa: F401
+    from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
+    from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
+    from agcore_sync.llm.output import (  # noqa: F401
+        OutputSchema,
+        anthropic_output_format,
+        openai_response_format,
+        output_tool,
+        prompted_instructions,
+        responses_text_format,
+        retry_instructions,
+    )
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
@@ -193,7 +232,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolUseBlock,
         Usage,
     )
-    from agcore_sync.loop.cycle import CycleConfig, LlmCycle  # noqa: F401
+    from agcore_sync.loop.config import CycleConfig  # noqa: F401
+    from agcore_sync.loop.cycle import LlmCycle  # noqa: F401
     from agcore_sync.loop.tool_stream import ToolLoopStream  # noqa: F401
     from agcore_sync.prompt.builder import PromptBuilder  # noqa: F401
     from agcore_sync.prompt.bundle import PromptBundle  # noqa: F401
@@ -202,6 +242,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.tools.base import BaseTool  # noqa: F401
     from agcore_sync.tools.error import (  # noqa: F401
         InvalidArgumentsError,
+        McpAuthError,
         McpConnectionError,
         McpError,
         McpNotInitializedError,
@@ -213,10 +254,19 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolTimeoutError,
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
-    from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
+    from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
+    from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller  # noqa: F401
+    from agcore_sync.tools.mcp.auth.oauth import McpOAuth, console_authorize, headless_authorize  # noqa: F401
+    from agcore_sync.tools.mcp.auth.storage import (  # noqa: F401
+        FileTokenStorage,
+        InMemoryTokenStorage,
+        OAuthClientInfo,
+        OAuthToken,
+        TokenStorage,
+    )
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
     from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
     from agcore_sync.tools.mcp.stdio import StdioTransport  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
-    from agcore_sync.tools.registry import ToolInvocation, ToolRegistry  # noqa: F401
+    from agcore_sync.tools.registry import ToolRegistry  # noqa: F401

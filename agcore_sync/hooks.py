@@ -2,7 +2,9 @@
 
 A hook is ``fn(ctx: HookContext) -> None | Deny``. Hooks run in
 registration order, in the thread running the loop (the worker thread for
-streams). A ``PRE_TOOL_USE`` hook that returns :class:`Deny` stops that call:
+streams, in the copy of the caller's ``contextvars`` context the worker
+runs in, so a ``ContextVar`` set where the stream was created is visible).
+A ``PRE_TOOL_USE`` hook that returns :class:`Deny` stops that call:
 the tool never runs and the model gets an ``is_error`` result with the
 reason; the first ``Deny`` wins. ``Deny`` from any other event is ignored with
 a warning. A hook that raises is logged on ``agcore_sync.hooks`` and wrapped

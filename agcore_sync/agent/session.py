@@ -7,6 +7,11 @@ every complete round are appended to the current slot, ``ON_TURN_END``
 fires and ``turn_index`` grows. Then the error is raised (``submit_turn``)
 or was the stream's last event (``submit_turn_stream``).
 
+A streamed turn ends by itself; :meth:`AgentSession.finalize_turn` (the
+seed's call after the stream) ends it only if it is still open and never
+counts a turn twice. A turn made outside the session can be recorded with
+it, once.
+
 One turn at a time: starting a turn while one is open raises
 :class:`AgentError`. A session is not meant to be shared by threads
 without a lock of the caller's (a web app keeps one per conversation).
@@ -17,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from agcore_sync.agent.errors import AgentError, SessionNotFoundError, SessionStoreError
 from agcore_sync.agent.slots import SlotStore
@@ -26,7 +31,7 @@ from agcore_sync.llm.cost import PricingArg, find_pricing
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
-from agcore_sync.loop.tool_loop import ToolLoop
+from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
 from agcore_sync.loop.tool_stream import ToolLoopStream
 from agcore_sync.tools.registry import ToolRegistry
 
@@ -46,15 +51,26 @@ class TurnStream(ToolLoopStream):
 
     The turn ends when the stream is exhausted, closed, or collected,
     whichever comes first (see :mod:`agcore_sync.loop.tool_stream`).
+    Created by :meth:`AgentSession.submit_turn_stream`.
+
+    Args:
+        cycle: the session's cycle, bound to its current slot.
+        registry: the tools.
+        user_input: the turn's user message.
+        end_turn: called once with the turn's
+            :class:`~agcore_sync.loop.tool_loop.TurnRecord` when the stream
+            ends (the messages are already in the cycle's history).
+        max_buffered_events: bounds the event queue (None: unbounded).
     """
 
-    def __init__(self, session: AgentSession, user_input: str, *, max_buffered_events: Optional[int]) -> None:
-        self._session = session
-        super().__init__(session._cycle, session.registry, user_input, max_buffered_events=max_buffered_events)
+    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: str, *,
+                 end_turn: Callable[[TurnRecord], None], max_buffered_events: Optional[int] = None) -> None:
+        self._end_turn = end_turn
+        super().__init__(cycle, registry, user_input, max_buffered_events=max_buffered_events)
 
-    def _on_end(self) -> None:
+    def _on_end(self, record: TurnRecord) -> None:
         try:
-            self._session._end_turn(self._loop, append_messages=False)
+            self._end_turn(record)
         except HookError as exc:
             # The iterator has already ended; the failure is logged (by Hooks)
             # and kept on the stream.
@@ -93,10 +109,14 @@ class AgentSession:
         self._slots = SlotStore()
         self._turn_lock = threading.Lock()
         self._turn_open = False
+        # The open streamed turn's stream (weak: a dropped stream ends its turn).
         self._stream: Optional[weakref.ref] = None
-        # The final responses of ended turns, by identity, so finalize_turn()
-        # on any of them is a no-op (weak: the session does not keep them alive).
+        # What finalize_turn() recognises as an ended turn: the final response
+        # of every ended turn by identity (weak: the session does not keep them
+        # alive), and every response of the last ended turn, by equality (a
+        # seed-style caller may pass a copy, e.g. one rebuilt from events).
         self._ended_responses: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._last_turn_responses: Tuple[MessageResponse, ...] = ()
 
     def __repr__(self) -> str:
         return (f"AgentSession(provider={self.provider!r}, turn_index={self.turn_index}, "
@@ -171,21 +191,27 @@ class AgentSession:
             self._turn_open = False
             raise
 
-    def _end_turn(self, loop: ToolLoop, *, append_messages: bool) -> None:
+    def _end_turn(self, record: TurnRecord, *, append_messages: bool) -> None:
         """Count usage, keep messages, fire ON_TURN_END, advance the index."""
         try:
-            for usage, model in loop.usage_by_model:
+            for usage, model in record.usage_by_model:
                 self.cost_so_far = self.cost_so_far + usage
                 price = find_pricing(model, self.pricing)
                 self._cost = None if price is None or self._cost is None else self._cost + price.cost(usage)
             if append_messages:
-                self._cycle.extend_messages(loop.new_messages)
-            if loop.final_response is not None:
-                self._ended_responses[id(loop.final_response)] = loop.final_response
-            self._cycle.fire(HookEvent.ON_TURN_END, response=loop.final_response)
+                self._cycle.extend_messages(record.new_messages)
+            if record.final_response is not None:
+                self._ended_responses[id(record.final_response)] = record.final_response
+            self._last_turn_responses = record.responses
+            self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
         finally:
             self.turn_index += 1
+            self._stream = None
             self._turn_open = False
+
+    def _end_streamed_turn(self, record: TurnRecord) -> None:
+        # The stream has already put the turn's messages into the slot.
+        self._end_turn(record, append_messages=False)
 
     def submit_turn(self, user_input: str) -> MessageResponse:
         """Run one turn to its end and return the final response.
@@ -200,7 +226,7 @@ class AgentSession:
         try:
             return loop.run(user_input)
         finally:
-            self._end_turn(loop, append_messages=True)
+            self._end_turn(loop.record(), append_messages=True)
 
     def submit_turn_stream(self, user_input: str, *, max_buffered_events: Optional[int] = None) -> TurnStream:
         """Start a turn and return its stream; ``ON_TURN_START`` has fired.
@@ -213,43 +239,63 @@ class AgentSession:
         """
         self._start_turn()
         try:
-            stream = TurnStream(self, user_input, max_buffered_events=max_buffered_events)
+            stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
+                                max_buffered_events=max_buffered_events)
         except BaseException:
             self._turn_open = False
             raise
         self._stream = weakref.ref(stream)
         return stream
 
-    def finalize_turn(self, response: MessageResponse, new_messages: Optional[List[Message]] = None) -> None:
-        """End a turn: idempotent, for callers that build turns by hand.
+    def finalize_turn(self, response: MessageResponse, new_messages: Optional[Sequence[Message]] = None) -> None:
+        """End the open streamed turn, or record a turn made by hand; never count a turn twice.
 
-        - While a streamed turn is open, its stream is closed, which ends the
-          turn with every complete round (streams end their turns by
-          themselves; this only makes it happen now).
-        - For a turn that has already ended (``response`` is its final
-          response) it does nothing.
-        - Otherwise it records a turn made outside the session: adds
+        - While the turn that :meth:`submit_turn_stream` opened is still open,
+          its stream is closed, which ends the turn with every complete round
+          (streams end their turns by themselves; this only makes it happen
+          now). ``new_messages`` is not used then (the stream knows what the
+          turn did), and ``response`` counts as that turn's from then on.
+        - On a turn that has already ended (its stream was exhausted or
+          closed, or ``submit_turn`` returned) it does nothing: no usage
+          added, no messages appended, no ``ON_TURN_END``, ``turn_index``
+          unchanged, however often it is called. A turn is recognised by its
+          final response (the object itself, for any ended turn) or by any
+          response of the last ended turn (an equal copy will do), so the
+          seed's ``finalize_turn(response)`` after the loop is harmless.
+        - Otherwise it records a turn made outside the session, once: adds
           ``response.usage``, appends ``new_messages`` (default
-          ``[response.message]``) to the current slot, fires ON_TURN_END and
-          advances ``turn_index``.
+          ``[response.message]``: the session never saw that turn's user
+          message) to the current slot, fires ``ON_TURN_END`` and advances
+          ``turn_index``. A turn running in another thread makes it do nothing.
 
         Raises:
             SlotReadonlyError: recording into a readonly slot.
         """
         stream = self._stream() if self._stream is not None else None
         if stream is not None and not stream.closed:
+            # The caller's response now names this turn too: a second call
+            # with it (the seed's call after the loop) finds the turn ended.
+            self._ended_responses[id(response)] = response
             stream.close()
             return
-        if self._turn_open or self._ended_responses.get(id(response)) is response:
+        if self._is_ended_turn(response):
             return
-        self._slots.writable_current()
-        self._cycle.use_history(self._slots.current.messages)
+        slot = self._slots.writable_current()
+        with self._turn_lock:
+            if self._turn_open:
+                return
+            self._turn_open = True
+        self._cycle.use_history(slot.messages)
         self._cycle.turn_index = self.turn_index
-        loop = ToolLoop(self._cycle, self.registry)
-        loop.final_response = response
-        loop.usage_by_model = [(response.usage, response.model)]
-        loop.new_messages = list(new_messages) if new_messages is not None else [response.message]
-        self._end_turn(loop, append_messages=True)
+        messages = [response.message] if new_messages is None else list(new_messages)
+        record = TurnRecord(new_messages=messages, usage_by_model=[(response.usage, response.model)],
+                            responses=[response], final_response=response)
+        self._end_turn(record, append_messages=True)
+
+    def _is_ended_turn(self, response: MessageResponse) -> bool:
+        if self._ended_responses.get(id(response)) is response:
+            return True
+        return any(seen is response or seen == response for seen in self._last_turn_responses)
 
     def close(self) -> None:
         """Close the registry if the session created it."""

@@ -14,7 +14,6 @@ from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
     CostUpdate,
-    Error,
     MessageComplete,
     MessageStart,
     StreamEvent,
@@ -40,8 +39,10 @@ from agcore_sync.llm.types import (
 __all__ = ["PartialMessageResponse", "parse_tool_arguments"]
 
 
-#: Events produced by the tool loops, not by a provider.
-_META_EVENTS = (ToolExecutionStarted, ToolExecutionCompleted, Error)
+#: Events produced by the tool loops, not by a provider: ignored, yet accepted.
+#: ``Error`` is not one of them: it is neither part of a message nor a meta
+#: event, so :meth:`PartialMessageResponse.apply` refuses it.
+_META_EVENTS = (ToolExecutionStarted, ToolExecutionCompleted)
 
 
 def parse_tool_arguments(arguments: str) -> Any:
@@ -107,8 +108,9 @@ class PartialMessageResponse:
         """Take one event into the response.
 
         Returns:
-            True if the event was used or is a meta event (tool execution,
-            error) that the accumulator ignores; False otherwise.
+            True if the event was used or is a meta event (tool execution)
+            that the accumulator ignores; False otherwise, for an ``Error``
+            among others (a failure is not a part of the message).
         """
         if isinstance(event, TextDelta):
             self._builder_for("text").parts.append(event.text)

@@ -5,7 +5,10 @@ The wait before retry ``k`` (1-based) is::
     max(min(max_backoff, initial_backoff * multiplier ** (k - 1)) * f, retry_after or 0)
 
 with ``f`` uniform in [0.5, 1] when ``jitter`` is on, else 1. A
-``retry_after`` longer than ``max_backoff`` is honoured as given. Only errors
+``retry_after`` longer than ``max_backoff`` is honoured as given, up to
+``max_retry_after``: a server that asks for a longer wait gets no retry, the
+error is raised at once with its ``retry_after`` so the caller decides (a web
+request is never held for an hour). Only errors
 whose ``retryable`` flag is set are retried; a stream is retried only while
 it has yielded nothing. Every wait goes through an injected ``sleep``; a
 ``sleep`` that returns True (``threading.Event.wait``) means "cancelled" and
@@ -47,6 +50,11 @@ class RetryConfig:
         max_backoff: cap of the exponential backoff (not of ``retry_after``).
         multiplier: growth of the backoff per retry.
         jitter: multiply each backoff by a uniform factor in [0.5, 1].
+        max_retry_after: the longest ``retry_after`` (seconds) that is waited
+            for; a longer one raises the error at once, ``retry_after`` set.
+            The official SDKs cap it at 60 s the same way.
+
+    .. versionchanged:: 0.2 ``max_retry_after``.
     """
 
     max_retries: int = attrs.field(default=3, validator=attrs.validators.ge(0))
@@ -54,6 +62,7 @@ class RetryConfig:
     max_backoff: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
     multiplier: float = attrs.field(default=2.0, validator=attrs.validators.ge(1))
     jitter: bool = True
+    max_retry_after: float = attrs.field(default=60.0, validator=attrs.validators.ge(0))
 
     def to_dict(self) -> Dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -61,7 +70,7 @@ class RetryConfig:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> RetryConfig:
-        """Build a config from ``to_dict()`` output."""
+        """Build a config from ``to_dict()`` output (older dicts lack newer fields)."""
         return cls(**data)
 
 
@@ -77,6 +86,10 @@ def backoff_delay(config: RetryConfig, retry: int, retry_after: Optional[float] 
 def _should_retry(exc: LlmError, config: RetryConfig, retry: int, sleep: Sleep) -> bool:
     """Wait before ``retry`` if ``exc`` allows it; False means give up."""
     if not exc.retryable or retry > config.max_retries:
+        return False
+    if exc.retry_after is not None and exc.retry_after > config.max_retry_after:
+        logger.warning("not retrying %s: the server asks to wait %.0fs, more than max_retry_after=%.0fs",
+                       type(exc).__name__, exc.retry_after, config.max_retry_after)
         return False
     delay = backoff_delay(config, retry, exc.retry_after)
     logger.warning("retry %d/%d in %.2fs after %s: %s", retry, config.max_retries, delay,

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
+
+import attrs
 
 from agcore_sync.hooks import HookEvent
 from agcore_sync.llm.errors import MaxToolTurnsExceeded
@@ -27,14 +29,12 @@ from agcore_sync.llm.events import (
 )
 from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
+from agcore_sync.loop._conversation import Conversation
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
-from agcore_sync.tools.registry import ToolInvocation
+from agcore_sync.tools.invocation import ToolInvocation
+from agcore_sync.tools.registry import ToolRegistry
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.loop.cycle import LlmCycle
-    from agcore_sync.tools.registry import ToolRegistry
-
-__all__ = ["ToolLoop", "cut_utf8", "SUMMARY_CHARS"]
+__all__ = ["ToolLoop", "TurnRecord", "cut_utf8", "SUMMARY_CHARS"]
 
 #: ``ToolExecutionCompleted.result_summary`` holds at most this many characters.
 SUMMARY_CHARS = 200
@@ -77,6 +77,28 @@ def _cut_output(invocation: ToolInvocation, max_bytes: Optional[int]) -> ToolInv
                           tool_call_id=invocation.tool_call_id, duration_s=invocation.duration_s)
 
 
+@attrs.frozen(kw_only=True)
+class TurnRecord:
+    """What one run of the tool loop leaves behind: the turn's result, as a value.
+
+    A session ends its turn from it (usage, messages, ``ON_TURN_END``), and
+    builds one itself for a turn made by hand.
+
+    Args:
+        new_messages: the user message and every complete round (and the
+            final answer once done): what the history keeps.
+        usage_by_model: ``(usage, model)`` of every provider response that
+            reported usage, in order.
+        responses: every response received, in order.
+        final_response: the last response received, or None.
+    """
+
+    new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=tuple)
+    usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(default=(), converter=tuple)
+    responses: Tuple[MessageResponse, ...] = attrs.field(default=(), converter=tuple)
+    final_response: Optional[MessageResponse] = None
+
+
 class _RepeatGuard:
     """Refuses a call identical to the previous ``limit`` calls in a row."""
 
@@ -102,7 +124,9 @@ class ToolLoop:
     """One turn of the automatic tool loop.
 
     Args:
-        cycle: supplies the history, requests, hooks and the provider.
+        cycle: supplies the history, requests, hooks and the provider (an
+            :class:`~agcore_sync.loop.cycle.LlmCycle`, or any
+            :class:`~agcore_sync.loop._conversation.Conversation`).
         registry: the tools.
         emit: if given, the loop streams and passes every event to it.
         cancel: checked between steps when streaming; also ends retry waits.
@@ -116,7 +140,7 @@ class ToolLoop:
         final_response: the last response received, or None.
     """
 
-    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, *,
+    def __init__(self, cycle: Conversation, registry: ToolRegistry, *,
                  emit: Optional[Callable[[StreamEvent], None]] = None,
                  cancel: Optional[threading.Event] = None) -> None:
         self.cycle = cycle
@@ -126,6 +150,7 @@ class ToolLoop:
         self.new_messages: List[Message] = []
         self.usage_by_model: List[Tuple[Usage, Optional[str]]] = []
         self.final_response: Optional[MessageResponse] = None
+        self._responses: List[MessageResponse] = []
         self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
 
     def run(self, prompt: str) -> MessageResponse:
@@ -150,6 +175,11 @@ class ToolLoop:
             "raise CycleConfig.max_tool_turns or check the tools' answers"
         )
 
+    def record(self) -> TurnRecord:
+        """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
+        return TurnRecord(new_messages=self.new_messages, usage_by_model=self.usage_by_model,
+                          responses=self._responses, final_response=self.final_response)
+
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
             raise Cancelled()
@@ -162,6 +192,7 @@ class ToolLoop:
             self.usage_by_model.append((response.usage, response.model))
         else:
             response = self._request_stream(request)
+        self._responses.append(response)
         self.final_response = response
         return response
 

@@ -14,6 +14,12 @@ as soon as its running step (a provider read or a tool) returns. The thread
 is a daemon so that a stuck tool can never keep the interpreter alive; it
 still is joined, with a bound, when the stream ends.
 
+Context: the worker runs the whole loop (provider calls, hooks, tools and
+their ``on_complete`` reports) in a copy of the ``contextvars`` context of the
+thread that created the stream, taken in the constructor. A ``ContextVar``
+set by the caller (a Flask request's id, a tracing span) is seen by hooks and
+tools; what they set stays in the copy.
+
 The turn ends exactly once, in the first thread that sees the stream end
 (the iterating thread at exhaustion or at its next step after ``close()``,
 the thread calling ``close()`` when no thread iterates, or the finaliser):
@@ -24,18 +30,17 @@ gets the user message and every complete round.
 from __future__ import annotations
 
 import collections
+import contextvars
 import itertools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Deque, Iterator, Optional, Tuple
+from typing import Any, Deque, Iterator, Optional, Tuple
 
 from agcore_sync.llm.events import Error, StreamEvent
 from agcore_sync.llm.types import Message, MessageResponse
-from agcore_sync.loop.tool_loop import Cancelled, ToolLoop
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.loop.cycle import LlmCycle
-    from agcore_sync.tools.registry import ToolRegistry
+from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop.tool_loop import Cancelled, ToolLoop, TurnRecord
+from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["ToolLoopStream"]
 
@@ -52,6 +57,8 @@ WAIT_POLL = 0.5
 WORKER_JOIN_TIMEOUT = 0.2
 
 _DONE = object()
+#: What :meth:`_Channel.poll` returns when nothing is queued.
+_EMPTY = object()
 _numbers = itertools.count(1)
 
 
@@ -96,6 +103,16 @@ class _Channel:
         if self._consumer_waits:
             with self._cond:
                 self._cond.notify_all()
+
+    def poll(self) -> Any:
+        """Return the next item at once, or ``_EMPTY`` if none is queued."""
+        items = self._items
+        if items:  # the common case: the worker is ahead, no waiting
+            item = items.popleft()
+            if self._producer_waits:
+                self.wake()
+            return item
+        return _EMPTY
 
     def get(self) -> Any:
         """Return the next item; ``_DONE`` once cancelled and empty."""
@@ -170,7 +187,7 @@ class ToolLoopStream:
         error: the exception of the final ``Error`` event, or None.
     """
 
-    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, prompt: str, *,
+    def __init__(self, cycle: Conversation, registry: ToolRegistry, prompt: str, *,
                  max_buffered_events: Optional[int] = None) -> None:
         if max_buffered_events is not None and max_buffered_events < 1:
             raise ValueError(f"max_buffered_events must be None or at least 1, got {max_buffered_events}")
@@ -189,7 +206,10 @@ class ToolLoopStream:
         self.new_messages: Tuple[Message, ...] = ()
         self.final_response: Optional[MessageResponse] = None
         self.error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=worker.run, name=f"agcore-stream-{next(_numbers)}", daemon=True)
+        # The whole loop runs in a copy of the creator's contextvars context.
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(target=context.run, args=(worker.run,),
+                                        name=f"agcore-stream-{next(_numbers)}", daemon=True)
         self._thread.start()
 
     # -- iteration ------------------------------------------------------------
@@ -203,12 +223,8 @@ class ToolLoopStream:
         if self._cancel.is_set():  # closed from another thread: this step ends it
             self._end()
             raise StopIteration
-        items = self._channel._items
-        if items:  # the common case: the worker is ahead, no waiting
-            item = items.popleft()
-            if self._channel._producer_waits:
-                self._channel.wake()
-        else:
+        item = self._channel.poll()
+        if item is _EMPTY:
             self._iterating = True
             try:
                 item = self._channel.get()
@@ -245,16 +261,16 @@ class ToolLoopStream:
                 self._thread.join(WORKER_JOIN_TIMEOUT)
                 if self._thread.is_alive():
                     logger.debug("%s still finishing its running step after close", self._thread.name)
-                loop = self._loop
-                self.new_messages = tuple(loop.new_messages)
-                self.final_response = loop.final_response
-                self._cycle.extend_messages(self.new_messages)
-                self._on_end()
+                record = self._loop.record()
+                self.new_messages = record.new_messages
+                self.final_response = record.final_response
+                self._cycle.extend_messages(record.new_messages)
+                self._on_end(record)
             finally:
                 self._ended = True
 
-    def _on_end(self) -> None:
-        """Run once when the stream ends; subclasses finish their turn here."""
+    def _on_end(self, record: TurnRecord) -> None:
+        """Run once when the stream ends, with the turn's record; subclasses finish their turn here."""
 
     @property
     def closed(self) -> bool:

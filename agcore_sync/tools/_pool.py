@@ -6,10 +6,15 @@ alive forever. This pool hands out the same ``Future`` objects but its
 workers are daemons, named ``agcore-tool-<n>``: the registry still stops and
 joins them in ``close()`` when nothing is stuck, and a stuck one can no
 longer block exit.
+
+Each piece of work runs in a copy of the ``contextvars`` context of the
+thread that submitted it, taken at ``submit``: a ``ContextVar`` the caller set
+is visible in the work, and the work's own changes stay in its copy.
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import queue
 import threading
@@ -19,7 +24,7 @@ from typing import Any, Callable, List, Optional, Tuple
 __all__ = ["DaemonPool"]
 
 _numbers = itertools.count(1)
-_Work = Optional[Tuple[Future, Callable[..., Any], Tuple[Any, ...]]]
+_Work = Optional[Tuple[Future, contextvars.Context, Callable[..., Any], Tuple[Any, ...]]]
 
 
 class DaemonPool:
@@ -34,12 +39,13 @@ class DaemonPool:
         self._shutdown = False
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        """Queue ``fn(*args)``; return its Future."""
+        """Queue ``fn(*args)``, to run in a copy of the caller's context; return its Future."""
         future: Future = Future()
+        context = contextvars.copy_context()
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot submit to a pool that was shut down")
-            self._work.put((future, fn, args))
+            self._work.put((future, context, fn, args))
             # An idle worker will take it; otherwise start one, up to the limit.
             if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
                 thread = threading.Thread(target=self._worker, name=f"agcore-tool-{next(_numbers)}", daemon=True)
@@ -52,15 +58,15 @@ class DaemonPool:
             work = self._work.get()
             if work is None:
                 return
-            future, fn, args = work
+            future, context, fn, args = work
             if future.set_running_or_notify_cancel():
                 try:
-                    result = fn(*args)
+                    result = context.run(fn, *args)
                 except BaseException as exc:  # noqa: BLE001 - delivered through the Future
                     future.set_exception(exc)
                 else:
                     future.set_result(result)
-            del work, future, fn, args
+            del work, future, context, fn, args
             self._idle.release()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False, timeout: Optional[float] = None) -> None:

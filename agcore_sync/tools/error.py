@@ -13,6 +13,7 @@ default of ``recoverable``::
         +-- McpNotInitializedError False  used before connect()
         +-- McpTimeoutError        False  no answer within the timeout
         +-- McpConnectionError     False  the server is gone (exit_code, stderr_tail)
+        +-- McpAuthError           False  OAuth for an HTTP server failed or was refused (reason)
 
 Recoverable errors go back to the model as ``is_error`` tool results; the
 loops raise the others. Loops read the flag, never the class.
@@ -35,6 +36,7 @@ __all__ = [
     "McpNotInitializedError",
     "McpTimeoutError",
     "McpConnectionError",
+    "McpAuthError",
 ]
 
 
@@ -144,3 +146,43 @@ class McpConnectionError(McpError):
         super().__init__(message, tool_name, recoverable, code=code, data=data)
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
+
+
+class McpAuthError(McpError):
+    """OAuth for an MCP server over HTTP failed, or the client refused what it was sent.
+
+    Raised by :class:`~agcore_sync.tools.mcp.auth.McpOAuth` (through
+    :class:`~agcore_sync.tools.mcp.http.HttpTransport`) when discovery,
+    registration, the authorization redirect or the token endpoint fails,
+    and when a check refuses a document: an issuer or a ``resource`` that
+    does not match, a redirect with a wrong ``state``, a token response
+    without ``access_token``. Nothing is stored when it is raised. The
+    message never carries a token, a secret or an authorization code.
+
+    Attributes:
+        reason: a short machine-readable tag, e.g. ``"issuer_mismatch"``,
+            ``"resource_mismatch"``, ``"state_mismatch"``, ``"token_response"``,
+            ``"insufficient_scope"``, or the OAuth ``error`` code the
+            authorization server answered.
+        status_code: the HTTP status involved, if any.
+
+    .. versionadded:: 0.2
+    """
+
+    default_recoverable = False
+
+    def __init__(
+        self,
+        message: str,
+        tool_name: Optional[str] = None,
+        recoverable: Optional[bool] = None,
+        *,
+        code: Optional[int] = None,
+        data: Any = None,
+        reason: str = "auth_failed",
+        status_code: Optional[int] = None,
+    ) -> None:
+        super().__init__(message, tool_name, recoverable, code=code, data=data)
+        self.reason = reason
+        self.status_code = status_code
+

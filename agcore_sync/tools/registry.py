@@ -1,4 +1,4 @@
-"""ToolRegistry: register tools, then invoke them by name; ToolInvocation: one call's record.
+"""ToolRegistry: register tools, then invoke them by name.
 
 Inside :meth:`ToolRegistry.invoke` a call goes through, in this order: look
 up the tool, check its permissions, validate the arguments against its JSON
@@ -6,33 +6,36 @@ Schema, run it, check that its result is JSON-serialisable. A call that is
 denied or has invalid arguments never reaches ``execute``.
 
 This module does no I/O. The registry owns one thread pool, created on first
-need; see :class:`ToolRegistry` for its lifecycle.
+need; see :class:`ToolRegistry` for its lifecycle. The record of a call,
+:class:`~agcore_sync.tools.invocation.ToolInvocation`, lives in
+:mod:`agcore_sync.tools.invocation`; how a batch's calls are settled, in
+``tools/_batch.py``.
+
+Every tool runs in a copy of the ``contextvars`` context of the thread that
+called ``invoke`` / ``invoke_all``, taken at the call: a ``ContextVar`` set by
+the caller (a web request's id, a tracing span) is visible inside the tool,
+and a tool that sets one changes only its copy.
 """
 
 from __future__ import annotations
 
-import json
+import contextvars
 import logging
 import os
 import threading
-from concurrent.futures import CancelledError, Future, wait
-from concurrent.futures import TimeoutError as FuturesTimeoutError
+from concurrent.futures import Future, wait
 from time import perf_counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
-
-import attrs
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
+from agcore_sync.tools._batch import Batch, Call, collect
 from agcore_sync.tools._pool import DaemonPool
 from agcore_sync.tools.base import BaseTool
-from agcore_sync.tools.error import (
-    ToolError,
-    ToolExecutionError,
-    ToolNotFoundError,
-    ToolTimeoutError,
-)
+from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
+from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
 from agcore_sync.tools.permission import Permission, PermissionChecker
+from agcore_sync.tools.result_json import result_text
 
 __all__ = [
     "ToolInvocation",
@@ -58,83 +61,6 @@ DEFAULT_MAX_WORKERS = min(32, max(8, 4 * (os.cpu_count() or 1)))
 ToolCall = Union[Tuple[str, Any], Tuple[Optional[str], str, Any]]
 
 
-@attrs.frozen
-class ToolInvocation:
-    """The record of one tool call: what was asked and what came of it.
-
-    Exactly one of ``output`` and ``error`` is meaningful: ``error`` is None
-    when the call succeeded.
-
-    Args:
-        tool_name: the tool that was called.
-        input: the arguments as given (not necessarily a dict).
-        output: the tool's result; None on error.
-        error: the :class:`~agcore_sync.tools.error.ToolError` (or other
-            exception) the call ended with, or None.
-        tool_call_id: the model's id for the call, if any.
-        duration_s: how long validation and execution took, in seconds; for
-            a call that timed out, how long it was waited for.
-    """
-
-    tool_name: str
-    input: Any
-    output: Any = None
-    error: Optional[BaseException] = None
-    tool_call_id: Optional[str] = None
-    duration_s: float = 0.0
-    _text: Optional[str] = attrs.field(default=None, init=False, eq=False, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        """True if the call succeeded."""
-        return self.error is None
-
-    def result(self) -> Any:
-        """Return the output.
-
-        Raises:
-            BaseException: the call's ``error``, if it failed.
-        """
-        if self.error is not None:
-            raise self.error
-        return self.output
-
-    def content(self) -> str:
-        """Return the text sent back to the model.
-
-        A str result is itself; any other result is its JSON
-        (``ensure_ascii=False``); an error is ``Error in tool "<name>": <error>``.
-
-        Raises:
-            ToolExecutionError: the result is not JSON-serialisable (bytes,
-                arbitrary objects...). Invocations made by a registry never
-                raise here: the registry has already turned such a result into
-                an error.
-        """
-        if self._text is None:
-            if self.error is not None:
-                text = f'Error in tool "{self.tool_name}": {self.error}'
-            else:
-                text = _result_text(self.tool_name, self.output)
-            # Frozen, so cache through object.__setattr__; racing threads compute the same text.
-            object.__setattr__(self, "_text", text)
-        return self._text
-
-
-def _result_text(tool_name: str, output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    try:
-        return json.dumps(output, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        err = ToolExecutionError(
-            f'the result of tool "{tool_name}" is not JSON-serialisable ({exc}); '
-            "a tool must return str, int, float, bool, None, or lists and dicts of them",
-            tool_name=tool_name,
-        )
-        raise err from exc
-
-
 class _Entry:
     """A registered tool with what the registry derives from it once."""
 
@@ -152,40 +78,6 @@ class _Entry:
         #: Compiled on first use; dropped with the entry on unregister.
         self.validator: Optional[_validation.ArgumentValidator] = None
 
-
-#: A call ready to run: its position in the batch, the entry looked up, the
-#: name, the arguments, the call id.
-_Call = Tuple[int, _Entry, str, Any, Optional[str]]
-
-#: ``on_complete(position, invocation)`` for :meth:`ToolRegistry.invoke_all`.
-CompletionCallback = Callable[[int, ToolInvocation], None]
-
-
-class _Batch:
-    """The results of one batch of calls; each call's result is settled once.
-
-    A worker settles its call when the tool returns; the caller settles the
-    calls still unfinished at the deadline. Whichever comes first wins, so a
-    call is reported to ``on_complete`` exactly once.
-    """
-
-    __slots__ = ("results", "on_complete", "lock")
-
-    def __init__(self, size: int, on_complete: Optional[CompletionCallback]) -> None:
-        self.results: List[Optional[ToolInvocation]] = [None] * size
-        self.on_complete = on_complete
-        self.lock = threading.Lock()
-
-    def settle(self, position: int, invocation: ToolInvocation) -> None:
-        with self.lock:
-            if self.results[position] is not None:
-                return
-            self.results[position] = invocation
-        if self.on_complete is not None:
-            try:
-                self.on_complete(position, invocation)
-            except Exception:
-                logger.exception("on_complete callback raised for tool %r; ignored", invocation.tool_name)
 
 
 def _closed_error() -> ToolError:
@@ -217,7 +109,8 @@ class ToolRegistry:
     returns, and joins the workers when none is stuck. A timed-out tool is
     abandoned, not killed: it keeps its worker until it returns. The workers
     are daemons, so a tool that never returns cannot keep the interpreter
-    from exiting.
+    from exiting. Each call runs in a copy of the caller's ``contextvars``
+    context taken when it was submitted, inline or on the pool.
 
     Args:
         permission_checker: checks every call's permissions; None means no
@@ -352,9 +245,11 @@ class ToolRegistry:
         deadline = None if timeout is None else perf_counter() + timeout
         entry = self._authorised(name)
         if deadline is None:
-            return self._run(entry, name, args, tool_call_id)
-        batch = _Batch(1, None)
-        self._collect(batch, self._submit(batch, [(0, entry, name, args, tool_call_id)]), deadline, timeout)
+            # Inline, in a copy of the caller's context: a tool that sets a
+            # ContextVar must not change the caller's value.
+            return contextvars.copy_context().run(self._run, entry, name, args, tool_call_id)
+        batch = Batch(1, None)
+        collect(batch, self._submit(batch, [(0, entry, name, args, tool_call_id)]), deadline, timeout)
         return batch.results[0]  # type: ignore[return-value]
 
     def invoke_all(
@@ -378,9 +273,10 @@ class ToolRegistry:
             on_complete: called as ``on_complete(position, invocation)``
                 exactly once per call, as soon as its result is known
                 (``position`` indexes ``calls``), before this method returns.
-                It runs in whichever thread settled the call (a pool worker or
-                the caller), so it must be thread-safe; what it raises is
-                logged and ignored.
+                It runs in whichever thread settled the call (a pool worker,
+                in the copy of the caller's ``contextvars`` context its tool
+                ran in, or the caller), so it must be thread-safe; what it
+                raises is logged and ignored.
 
         Raises:
             ToolError: the registry is closed (``recoverable=False``).
@@ -390,8 +286,8 @@ class ToolRegistry:
         if self._closed:
             raise _closed_error()
         unpacked = [_unpack(call) for call in calls]
-        batch = _Batch(len(unpacked), on_complete)
-        runnable: List[_Call] = []
+        batch = Batch(len(unpacked), on_complete)
+        runnable: List[Call] = []
         for position, (call_id, name, args) in enumerate(unpacked):
             try:
                 entry = self._authorised(name)
@@ -403,11 +299,10 @@ class ToolRegistry:
             # No deadline to watch, so the caller runs the first call itself:
             # one thread handoff fewer, and none at all for a lone call.
             pending = self._submit(batch, runnable[1:])
-            position, entry, name, args, call_id = runnable[0]
-            batch.settle(position, self._run(entry, name, args, call_id))
-            self._collect(batch, pending, None, None)
+            contextvars.copy_context().run(self._run_in_batch, batch, *runnable[0])
+            collect(batch, pending, None, None)
         else:
-            self._collect(batch, self._submit(batch, runnable), deadline, timeout)
+            collect(batch, self._submit(batch, runnable), deadline, timeout)
         return batch.results  # type: ignore[return-value]
 
     def close(self) -> None:
@@ -468,22 +363,32 @@ class ToolRegistry:
                 validator = entry.validator = _validation.compile_validator(name, entry.tool.parameters)
             validator.validate(args)
             output = entry.tool.execute(args)
-            invocation = ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start)
-            invocation.content()  # fails here, not in the loop, if the result cannot go to the model
-            return invocation
         except ToolError as exc:
+            # On purpose (a tool that says what went wrong) or invalid arguments.
+            logger.debug('tool "%s" failed: %s', name, exc, exc_info=True)
             if exc.tool_name is None:
                 exc.tool_name = name
             error: ToolError = exc
         except Exception as exc:
-            error = ToolExecutionError(f'tool "{name}" raised {type(exc).__name__}: {exc}', name)
+            logger.warning('tool "%s" raised %s: %s', name, type(exc).__name__, exc, exc_info=True)
+            error = ToolExecutionError(f"{type(exc).__name__}: {exc}", name)
             error.__cause__ = exc
+        else:
+            try:
+                # Fails here, not in the loop, if the result cannot go to the model.
+                text = result_text(output)
+            except ToolExecutionError as exc:
+                logger.warning('tool "%s" returned a result the model cannot get: %s', name, exc)
+                exc.tool_name = name
+                error = exc
+            else:
+                return ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start, text=text)
         return ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
 
-    def _run_in_batch(self, batch: _Batch, position: int, entry: _Entry, name: str, args: Any, call_id: Any) -> None:
+    def _run_in_batch(self, batch: Batch, position: int, entry: _Entry, name: str, args: Any, call_id: Any) -> None:
         batch.settle(position, self._run(entry, name, args, call_id))
 
-    def _submit(self, batch: _Batch, calls: List[_Call]) -> List[Tuple[_Call, Future]]:
+    def _submit(self, batch: Batch, calls: List[Call]) -> List[Tuple[Call, Future]]:
         if not calls:
             return []
         pending = []
@@ -506,46 +411,3 @@ class ToolRegistry:
         # worker right after it wakes the caller, would make the caller's next
         # call wait for it.
         self._running.pop(future, None)
-
-    def _collect(
-        self, batch: _Batch, pending: List[Tuple[_Call, Future]], deadline: Optional[float], timeout: Optional[float]
-    ) -> None:
-        """Wait for submitted calls until ``deadline``; settle the unfinished ones as timed out."""
-        if not pending:
-            return
-        for _, future in pending:
-            # One future at a time: cheaper than concurrent.futures.wait, same deadline.
-            try:
-                future.exception(None if deadline is None else max(0.0, deadline - perf_counter()))
-            except FuturesTimeoutError:
-                break  # the deadline has passed: every unfinished call is timed out below
-            except CancelledError:
-                continue
-        for (position, _, name, args, call_id), future in pending:
-            if batch.results[position] is not None:
-                if not future.done():
-                    # Its worker has settled it and is still in on_complete: let
-                    # that finish, so every report comes before we return.
-                    future.exception()
-                continue
-            error: ToolError
-            if future.cancelled():
-                error = ToolError(f'tool "{name}" did not run: the registry was closed', name, recoverable=False)
-            elif future.done():
-                # Only a BaseException that is not an Exception gets out of _run.
-                exc = future.exception()
-                error = ToolExecutionError(f'tool "{name}" was interrupted by {type(exc).__name__}', name)
-                error.__cause__ = exc
-            elif future.cancel():
-                error = ToolTimeoutError(
-                    f'tool "{name}" could not start within its {timeout:g} s timeout: every worker was busy', name
-                )
-            else:
-                error = ToolTimeoutError(
-                    f'tool "{name}" did not finish within its {timeout:g} s timeout; '
-                    "it was abandoned and may still be running",
-                    name,
-                )
-            # A timed-out call lasted from the start of the batch to now.
-            elapsed = 0.0 if deadline is None or timeout is None else perf_counter() - (deadline - timeout)
-            batch.settle(position, ToolInvocation(name, args, None, error, call_id, elapsed))

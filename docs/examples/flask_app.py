@@ -16,16 +16,19 @@ A client that goes away stops its turn: the server notices on its next
 write, closes the response iterator, and the generator's ``finally`` closes
 the stream, so the worker starts no further provider call or tool.
 
-Run it against OpenAI (or any OpenAI-compatible server via
-``OPENAI_BASE_URL``), or without a key against a scripted ``MockProvider``::
+Needs Flask: ``pip install "agcore_sync[flask]"``. Run it against OpenAI (or
+any OpenAI-compatible server via ``OPENAI_BASE_URL``), or without a key against
+the built-in scripted demo model, which calls the tools as a real model would::
 
-    OPENAI_API_KEY=... python docs/examples/flask_app.py
+    python docs/examples/flask_app.py --port 5000        # or HOST / PORT in the environment
+    flask --app docs/examples/flask_app.py run --port 5000   # the same app through Flask's CLI
     curl -N localhost:5000/chat/demo -H 'Content-Type: application/json' \\
          -d '{"message": "What is 17 * 23?"}'
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import threading
@@ -38,12 +41,11 @@ from agcore_sync import (
     AgentSession,
     CycleConfig,
     LlmProvider,
-    MockProvider,
     OpenAIProvider,
     ToolRegistry,
     TurnStream,
-    tool,
 )
+from agcore_sync.cli.demo import DemoProvider, demo_tools
 
 #: ``provider_factory(conversation_id)`` returns the provider of a new conversation.
 ProviderFactory = Callable[[str], LlmProvider]
@@ -104,21 +106,25 @@ def stream_events(session: AgentSession, stream: TurnStream) -> Iterator[bytes]:
         stream.close()
 
 
-def create_app(provider_factory: ProviderFactory, registry_factory: Optional[RegistryFactory] = None, *,
+def create_app(provider_factory: Optional[ProviderFactory] = None,
+               registry_factory: Optional[RegistryFactory] = None, *,
                config: Optional[CycleConfig] = None, system_prompt: Optional[str] = None,
                max_buffered_events: int = MAX_BUFFERED_EVENTS, on_stream: Optional[StreamHook] = None) -> Flask:
     """Build the chat app.
 
     Args:
-        provider_factory: makes the provider of each new conversation.
+        provider_factory: makes the provider of each new conversation (None:
+            OpenAI when ``OPENAI_API_KEY`` is set, else the scripted demo model).
         registry_factory: makes the tools, once, shared by every conversation
-            (None: no tools).
+            (None: the demo tools, with the default provider; else no tools).
         config: the cycle settings of every session.
         system_prompt: the system prompt of every session.
         max_buffered_events: how far a turn may run ahead of its client.
         on_stream: called with each stream the app starts (tests use it to
             watch the worker threads).
     """
+    if provider_factory is None:
+        provider_factory, registry_factory = demo_provider, registry_factory or demo_registry
     app = Flask(__name__)
     state = ChatState(provider_factory, registry_factory() if registry_factory else ToolRegistry(),
                       config or CycleConfig(), system_prompt)
@@ -184,32 +190,28 @@ document.getElementById("f").onsubmit = async (e) => {
 """
 
 
-@tool
-def multiply(a: int, b: int) -> int:
-    """Multiply two integers.
-
-    Args:
-        a: the first factor.
-        b: the second factor.
-    """
-    return a * b
-
-
-def _demo_provider(conversation_id: str) -> LlmProvider:
+def demo_provider(conversation_id: str) -> LlmProvider:
+    """OpenAI when ``OPENAI_API_KEY`` is set, else the scripted demo model (it calls the tools)."""
     if os.environ.get("OPENAI_API_KEY"):
         return OpenAIProvider(model=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
-
-    def echo(req):
-        return MockProvider.text(f"(scripted) You said: {req.messages[-1].text}")
-
-    return MockProvider([echo] * 1000)
+    return DemoProvider()
 
 
-def _demo_registry() -> ToolRegistry:
+def demo_registry() -> ToolRegistry:
+    """The demo tools: add, multiply, word_count, utc_now, sleep_ms."""
     registry = ToolRegistry()
-    registry.register(multiply)
+    registry.register_all(demo_tools())
     return registry
 
 
+def main(argv: Optional[list] = None) -> None:
+    """Serve the app: ``--host`` / ``--port``, defaulting to ``HOST`` / ``PORT`` or 127.0.0.1:5000."""
+    parser = argparse.ArgumentParser(description="The agcore_sync Flask chat example.")
+    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "5000")))
+    args = parser.parse_args(argv)
+    create_app().run(host=args.host, port=args.port, threaded=True)
+
+
 if __name__ == "__main__":
-    create_app(_demo_provider, _demo_registry).run(threaded=True)
+    main()

@@ -13,12 +13,17 @@ the suite decides whether the protocol was right.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 from typing import Any, Callable, Dict, List, Optional
 
+import requests
+
+from agcore_sync.tools.error import McpAuthError
 from agcore_sync.tools.mcp import HttpTransport, McpClient
+from agcore_sync.tools.mcp.auth import McpOAuth, headless_authorize
 
 #: Seconds each request may take (the suite gives the whole run 30 s).
 TIMEOUT = 20.0
@@ -26,8 +31,75 @@ TIMEOUT = 20.0
 logger = logging.getLogger("agcore_sync.conformance")
 
 
-def _client(url: str, **kwargs: Any) -> McpClient:
-    return McpClient("conformance", HttpTransport(url), timeout=TIMEOUT, **kwargs)
+#: The Client ID Metadata Document URL the auth scenarios expect (``auth/basic-cimd``).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+#: The redirect URI registered in the auth scenarios (their servers redirect to it at once).
+REDIRECT_URI = "http://localhost:3000/callback"
+#: The RFC 8693 token exchange an enterprise IdP offers (``auth/cross-app-access-complete-flow``).
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+
+def _client(url: str, auth: Optional[McpOAuth] = None, **kwargs: Any) -> McpClient:
+    return McpClient("conformance", HttpTransport(url, auth=auth), timeout=TIMEOUT, **kwargs)
+
+
+def _context() -> Dict[str, Any]:
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    return json.loads(raw) if raw else {}
+
+
+def _id_jag_assertion(context: Dict[str, Any]) -> Callable[[str, str], str]:
+    """Exchange the IdP's ID token for an ID-JAG (RFC 8693) addressed to the authorization server."""
+
+    def assertion(issuer: str, resource: str) -> str:
+        answer = requests.post(context["idp_token_endpoint"], timeout=TIMEOUT, data={
+            "grant_type": TOKEN_EXCHANGE,
+            "subject_token": context["idp_id_token"],
+            "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "audience": issuer,
+            "resource": resource,
+            "client_id": context.get("idp_client_id", ""),
+        })
+        answer.raise_for_status()
+        return answer.json()["access_token"]
+
+    return assertion
+
+
+def _oauth_for(scenario: str) -> McpOAuth:
+    """The McpOAuth a scenario needs: credentials from MCP_CONFORMANCE_CONTEXT where it gives them."""
+    context = _context()
+    if scenario == "auth/client-credentials-jwt":
+        return McpOAuth(grant_type="client_credentials", client_id=context["client_id"],
+                        private_key_pem=context["private_key_pem"],
+                        signing_algorithm=context.get("signing_algorithm", "ES256"))
+    if scenario == "auth/client-credentials-basic":
+        return McpOAuth(grant_type="client_credentials", client_id=context["client_id"],
+                        client_secret=context["client_secret"])
+    if scenario == "auth/cross-app-access-complete-flow":
+        return McpOAuth(grant_type="urn:ietf:params:oauth:grant-type:jwt-bearer", client_id=context["client_id"],
+                        client_secret=context["client_secret"], token_endpoint_auth_method="client_secret_basic",
+                        assertion=_id_jag_assertion(context))
+    if scenario == "auth/pre-registration":
+        return McpOAuth(authorize=headless_authorize, redirect_uri=REDIRECT_URI, client_id=context["client_id"],
+                        client_secret=context["client_secret"])
+    return McpOAuth(authorize=headless_authorize, redirect_uri=REDIRECT_URI, client_metadata_url=CLIENT_METADATA_URL)
+
+
+def run_auth(url: str) -> None:
+    """Connect through OAuth, list the tools and call the first one (a 403 may ask for more scopes)."""
+    scenario = os.environ["MCP_CONFORMANCE_SCENARIO"]
+    auth = _oauth_for(scenario)
+    try:
+        with _client(url, auth) as client:
+            tools = client.list_tools()
+            if tools:
+                result = client.call_tool(tools[0].name, {})
+                logger.info("%s answered: %s", tools[0].name, result.text)
+    except McpAuthError as exc:
+        logger.info("authorization refused: %s (%s)", exc, exc.reason)
+        raise SystemExit(1) from None
 
 
 def run_initialize(url: str) -> None:
@@ -78,6 +150,20 @@ SCENARIOS: Dict[str, Callable[[str], None]] = {
     "elicitation-sep1034-client-defaults": run_elicitation_defaults,
     "sse-retry": run_sse_retry,
 }
+
+
+#: Every client scenario of the conformance suite 0.1.16 whose name starts with ``auth/``.
+AUTH_SCENARIOS = (
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+    "auth/pre-registration", "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch", "auth/offline-access-scope",
+    "auth/offline-access-not-supported", "auth/client-credentials-jwt", "auth/client-credentials-basic",
+    "auth/cross-app-access-complete-flow",
+)
+SCENARIOS.update({name: run_auth for name in AUTH_SCENARIOS})
 
 
 def main(argv: Optional[List[str]] = None) -> int:

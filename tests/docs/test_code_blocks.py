@@ -1,8 +1,10 @@
 """Every ``.. code-block:: python`` in README.rst and docs/ runs, or is listed here with the reason it cannot.
 
-Longer examples live in ``docs/examples/`` and are shown with
-``literalinclude`` (``tests/docs/test_examples.py`` runs them); this module
-covers the inline blocks that remain. Each block runs alone, in a fresh
+Longer examples live in ``docs/examples/`` (``tests/docs/test_examples.py``
+runs them) and are shown inline, right after a link to their file, so a
+reader of the raw ``.rst`` sees the code too; this module checks that every
+such copy equals its file (or the function it names) and runs the other
+blocks. Each block runs alone, in a fresh
 namespace, as a reader pasting it would run it.
 
 A block that needs something the suite cannot give it as written (an API
@@ -18,19 +20,21 @@ match exactly one block.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import re
 import shutil
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import attrs
 import pytest
 
 from agcore_sync import AgentSession, MockProvider, TextDelta
-from tests.cli.helpers import text_response, tool_call_response
 from tests.support.stream_server import StreamServer
+from tests.support.wire import openai_text_stream as text_response
+from tests.support.wire import openai_tool_call_stream as tool_call_response
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -39,6 +43,8 @@ NODE_DIR = ROOT / "tests" / "node"
 
 _DIRECTIVE = re.compile(r"^(?P<indent>\s*)\.\. (?:code-block|code|sourcecode)::\s*(?P<language>\S*)\s*$")
 _OPTION = re.compile(r"^\s*:[\w-]+:")
+#: The line before a copied example: "... `docs/examples/name.py <examples/name.py>`_:".
+_COPY_LINK = re.compile(r"`docs/examples/[\w.]+ <(?P<target>[\w./]+\.py)>`_:\s*$")
 
 
 @attrs.define
@@ -48,6 +54,8 @@ class Block:
     path: Path
     line: int
     source: str
+    #: The example file this block copies (the link on the line before it), or None.
+    copy_of: Optional[Path] = None
 
     @property
     def where(self) -> str:
@@ -68,6 +76,9 @@ def python_blocks(path: Path) -> List[Block]:
         i += 1
         if not match or match.group("language") not in ("python", "python3", "py"):
             continue
+        before = next((line for line in reversed(lines[:i - 1]) if line.strip()), "")
+        link = _COPY_LINK.search(before)
+        copy_of = (path.parent / link.group("target")).resolve() if link else None
         indent = len(match.group("indent"))
         while i < len(lines) and (_OPTION.match(lines[i]) or not lines[i].strip()):
             i += 1
@@ -77,11 +88,15 @@ def python_blocks(path: Path) -> List[Block]:
         body = lines[start:i]
         margin = min(len(line) - len(line.lstrip()) for line in body if line.strip())
         source = "\n".join(line[margin:] for line in body).strip("\n") + "\n"
-        blocks.append(Block(path, start + 1, source))
+        blocks.append(Block(path, start + 1, source, copy_of))
     return blocks
 
 
-ALL_BLOCKS = [block for path in rst_files() for block in python_blocks(path)]
+FOUND_BLOCKS = [block for path in rst_files() for block in python_blocks(path)]
+#: Blocks that copy an example file: checked against it, run through the file itself.
+COPIES = [block for block in FOUND_BLOCKS if block.copy_of is not None]
+#: Blocks that run here.
+ALL_BLOCKS = [block for block in FOUND_BLOCKS if block.copy_of is None]
 
 
 # -- setups -------------------------------------------------------------------------------------------
@@ -240,15 +255,32 @@ def test_the_code_block_runs(block, monkeypatch, tmp_path):
             check(out.getvalue())
 
 
-def test_every_example_script_is_shown_in_the_docs_and_every_include_exists():
-    included = set()
-    for path in rst_files():
-        for match in re.finditer(r"^\s*\.\. literalinclude:: (\S+)", path.read_text("utf-8"), re.MULTILINE):
-            target = (path.parent / match.group(1)).resolve()
-            assert target.is_file(), f"{path.relative_to(ROOT)} includes a missing file: {match.group(1)}"
-            included.add(target)
+def test_no_page_hides_its_code_behind_an_include():
+    """A literalinclude shows nothing in a repository browser's view of the raw file."""
+    hidden = [f"{path.relative_to(ROOT)}" for path in rst_files() if ".. literalinclude::" in path.read_text("utf-8")]
+    assert hidden == []
+
+
+@pytest.mark.parametrize("block", COPIES, ids=lambda b: b.where)
+def test_every_copied_example_equals_its_file_or_a_function_of_it(block):
+    assert block.copy_of.is_file(), f"{block.where} links a missing file"
+    source = block.copy_of.read_text("utf-8")
+    if block.source.strip() == source.strip():
+        return
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    pieces = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            pieces.append("\n".join(lines[first - 1:node.end_lineno]).strip())
+    assert block.source.strip() in pieces, f"{block.where} differs from {block.copy_of.name}: copy the file again"
+
+
+def test_every_example_script_is_shown_in_the_docs():
+    shown = {block.copy_of for block in COPIES}
     scripts = {p.resolve() for p in EXAMPLES.glob("*.py")}
-    assert scripts - included == set(), "examples no page shows"
+    assert scripts - shown == set(), "examples no page shows"
 
 
 def test_the_readme_is_valid_restructuredtext():

@@ -12,9 +12,8 @@ from agcore_sync.llm.errors import (
     RateLimitError,
     ServerError,
 )
-from agcore_sync.llm.events import MessageStart, TextDelta
+from agcore_sync.llm.events import MessageStart
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig, RetryProvider, backoff_delay
 from agcore_sync.llm.types import Message, MessageRequest
 
@@ -91,28 +90,16 @@ def test_a_stream_is_retried_when_it_fails_before_its_first_event():
     assert waits == [0.5]
 
 
-class FailsMidStream(LlmProvider):
-    """Yields one event, then fails: a retry here would duplicate output."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def chat(self, request):
-        raise AssertionError("not used")
-
-    def chat_stream(self, request):
-        self.calls += 1
-        yield TextDelta("partial")
-        raise LlmConnectionError("cut")
-
-
 def test_a_stream_that_already_yielded_is_not_retried():
-    inner = FailsMidStream()
+    # A retry here would duplicate output.
+    inner = MockProvider([MockProvider.failing_stream(MockProvider.text("partial"), after_events=1,
+                                                      error=LlmConnectionError("cut")),
+                          MockProvider.text("never")])
     stream = RetryProvider(inner, NO_JITTER, sleep=Waits()).chat_stream(REQUEST)
-    assert next(stream) == TextDelta("partial")
+    assert isinstance(next(stream), MessageStart)
     with pytest.raises(LlmConnectionError):
         next(stream)
-    assert inner.calls == 1
+    assert len(inner.requests) == 1
 
 
 def test_a_sleep_that_reports_cancellation_stops_retrying_at_once():
@@ -120,3 +107,67 @@ def test_a_sleep_that_reports_cancellation_stops_retrying_at_once():
     with pytest.raises(ServerError):
         RetryProvider(provider, NO_JITTER, sleep=lambda delay: True).chat(REQUEST)
     assert provider.remaining == 1
+
+
+def test_a_retry_after_longer_than_max_retry_after_is_raised_at_once_with_its_value():
+    waits = Waits()
+    provider = MockProvider([RateLimitError("slow", status_code=429, retry_after=3600.0), MockProvider.text("ok")])
+    with pytest.raises(RateLimitError) as caught:
+        RetryProvider(provider, RetryConfig(), sleep=waits).chat(REQUEST)
+    assert caught.value.retry_after == 3600.0
+    assert waits == []
+    assert provider.remaining == 1
+
+
+def test_a_retry_after_up_to_max_retry_after_is_still_honoured():
+    waits = Waits()
+    provider = MockProvider([RateLimitError("slow", status_code=429, retry_after=60.0), MockProvider.text("ok")])
+    assert RetryProvider(provider, RetryConfig(), sleep=waits).chat(REQUEST).message.text == "ok"
+    assert waits == [60.0]
+
+
+def test_max_retry_after_is_configurable_and_applies_to_streams():
+    waits = Waits()
+    config = RetryConfig(max_retry_after=5.0, jitter=False)
+    provider = MockProvider([ServerError("busy", status_code=503, retry_after=6.0), MockProvider.text("ok")])
+    with pytest.raises(ServerError):
+        list(RetryProvider(provider, config, sleep=waits).chat_stream(REQUEST))
+    assert waits == []
+
+
+def test_the_cycle_does_not_hold_a_request_for_a_long_retry_after():
+    from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+
+    provider = MockProvider([RateLimitError("slow", status_code=429, retry_after=3600.0), MockProvider.text("ok")])
+    cycle = LlmCycle(provider, CycleConfig("mock-model"))
+    with pytest.raises(RateLimitError) as caught:
+        cycle.submit("hi")
+    assert caught.value.retry_after == 3600.0
+
+
+def test_an_old_config_dict_without_max_retry_after_still_loads():
+    data = RetryConfig().to_dict()
+    del data["max_retry_after"]
+    assert RetryConfig.from_dict(data).max_retry_after == 60.0
+
+
+def test_retry_warnings_go_to_logging_only_and_print_nothing_when_logging_is_not_configured():
+    import subprocess
+    import sys
+
+    code = (
+        "from agcore_sync import MockProvider, RetryProvider, RetryConfig, ServerError, MessageRequest, Message\n"
+        "p = MockProvider([ServerError('down', status_code=503), MockProvider.text('ok')])\n"
+        "r = RetryProvider(p, RetryConfig(jitter=False), sleep=lambda d: None)\n"
+        "print(r.chat(MessageRequest(None, [Message.user('hi')])).message.text)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "ok"
+    assert done.stderr == ""
+
+
+def test_retry_warnings_reach_a_configured_logger(caplog):
+    provider = MockProvider([ServerError("down", status_code=503), MockProvider.text("ok")])
+    with caplog.at_level("WARNING", logger="agcore_sync"):
+        RetryProvider(provider, NO_JITTER, sleep=Waits()).chat(REQUEST)
+    assert any("retry 1/3" in record.getMessage() for record in caplog.records)

@@ -65,8 +65,9 @@ import time
 from typing import Any, Dict, Mapping, Optional, Set
 
 import requests
-import requests.adapters
 
+from agcore_sync._http.body import TRANSPORT_ERRORS, release
+from agcore_sync._http.connection import close_quietly, new_session
 from agcore_sync.tools.error import McpConnectionError, McpError
 from agcore_sync.tools.mcp._http_streams import (
     CONNECT_TIMEOUT,
@@ -75,13 +76,11 @@ from agcore_sync.tools.mcp._http_streams import (
     GET_HEADERS_TIMEOUT,
     LISTEN_READY_TIMEOUT,
     MAX_EMPTY_RECONNECTS,
-    TRANSPORT_ERRORS,
     Stream,
     StreamReading,
-    close_quietly,
     content_type,
-    drain,
 )
+from agcore_sync.tools.mcp.auth import McpOAuth
 from agcore_sync.tools.mcp.jsonrpc import PARSE_ERROR
 from agcore_sync.tools.mcp.transport import ClosedHandler, MessageHandler, Transport
 
@@ -138,6 +137,9 @@ class HttpTransport(StreamReading, Transport):
             private one.
         listen: open the GET stream after ``notifications/initialized`` so
             the server can send messages outside any request.
+        auth: OAuth for the server (:class:`~agcore_sync.tools.mcp.auth.McpOAuth`):
+            its ``Authorization`` header goes on every request, and a 401 or
+            ``403 insufficient_scope`` to a POST runs its flow, then resends.
 
     .. versionadded:: 0.1
     """
@@ -150,19 +152,19 @@ class HttpTransport(StreamReading, Transport):
         timeout: Optional[float] = None,
         session: Optional[requests.Session] = None,
         listen: bool = True,
+        auth: Optional[McpOAuth] = None,
     ) -> None:
         if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
             raise ValueError(f"HttpTransport needs an http:// or https:// URL, got {url!r}")
         self.url = url
         self.timeout = timeout
         self.listen = listen
+        #: OAuth for this server, or None (see ``agcore_sync.tools.mcp.auth``).
+        self.auth = auth
         self._extra_headers: Dict[str, str] = dict(headers or {})
         self._owns_session = session is None
         if session is None:
-            session = requests.Session()
-            adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=POOL_SIZE)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
+            session = new_session(POOL_SIZE)
         self._session = session
         self._lock = threading.Lock()
         # Re-entrant: a handler that sends a request gets its JSON answer delivered
@@ -231,6 +233,8 @@ class HttpTransport(StreamReading, Transport):
         try:
             response = self._session.post(self.url, data=body, headers=headers,
                                           timeout=(CONNECT_TIMEOUT, timeout), stream=True)
+            if self.auth is not None and response.status_code in (401, 403):
+                response = self._post_authorized(response, body, headers, timeout)
         except requests.Timeout as exc:
             if is_request and not isinstance(exc, requests.ConnectTimeout):
                 # The answer did not begin in time: the client's own wait on
@@ -292,12 +296,33 @@ class HttpTransport(StreamReading, Transport):
 
     def _headers(self, accept: str, *, with_session: bool = True) -> Dict[str, str]:
         headers = dict(self._extra_headers)
+        if self.auth is not None:
+            headers.update(self.auth.auth_headers(self._session, self.url))
         headers["Accept"] = accept
         if with_session and self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
         if self.protocol_version is not None:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
+
+    def _post_authorized(self, response: requests.Response, body: bytes, headers: Dict[str, str],
+                         timeout: Optional[float]) -> requests.Response:
+        """OAuth: let ``auth`` answer a 401/403, then resend, until it gives up (McpAuthError)."""
+        attempt = 0
+        while self.auth is not None and response.status_code in (401, 403):
+            attempt += 1
+            try:
+                retry = self.auth.handle_challenge(self._session, self.url, response, attempt)
+            except BaseException:
+                close_quietly(response)
+                raise
+            if not retry:
+                return response
+            close_quietly(response)
+            headers.update(self.auth.auth_headers(self._session, self.url))
+            response = self._session.post(self.url, data=body, headers=headers,
+                                          timeout=(CONNECT_TIMEOUT, timeout), stream=True)
+        return response
 
     def _take_session_id(self, response: requests.Response) -> None:
         value = response.headers.get("Mcp-Session-Id")
@@ -313,7 +338,7 @@ class HttpTransport(StreamReading, Transport):
         """Check the answer to a notification or response (202, no body)."""
         try:
             if response.status_code < 300:
-                drain(response)
+                release(response)
                 return
             error = self._status_error(response, what, had_session)
             raise McpError(error["message"], code=error["code"], data=error.get("data"))
@@ -332,8 +357,7 @@ class HttpTransport(StreamReading, Transport):
             return
         kind = content_type(response)
         if status == 202 or status == 204:
-            drain(response)  # the answer will come on the GET stream
-            close_quietly(response)
+            release(response)  # the answer will come on the GET stream
             return
         if kind == "text/event-stream":
             stream = Stream(request_id, deadline)
@@ -390,7 +414,7 @@ class HttpTransport(StreamReading, Transport):
             return
         if response.status_code >= 300 and response.status_code != 405:
             logger.debug("MCP server at %s answered DELETE with HTTP %s", self.url, response.status_code)
-        close_quietly(response)
+        release(response)
 
     def _stop_stream_of(self, params: Any) -> None:
         """After ``notifications/cancelled``: stop reading the cancelled request's stream."""

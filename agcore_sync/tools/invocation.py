@@ -1,0 +1,105 @@
+"""ToolInvocation: the record of one tool call; CompletionCallback: how a batch reports one.
+
+A :class:`~agcore_sync.tools.registry.ToolRegistry` returns one
+:class:`ToolInvocation` per call; the loops turn it into the tool result the
+model reads (:meth:`ToolInvocation.content`). Pure values, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Protocol
+
+import attrs
+
+from agcore_sync.tools.error import ToolExecutionError
+from agcore_sync.tools.result_json import result_text
+
+__all__ = ["ToolInvocation", "CompletionCallback"]
+
+
+@attrs.frozen
+class ToolInvocation:
+    """The record of one tool call: what was asked and what came of it.
+
+    Exactly one of ``output`` and ``error`` is meaningful: ``error`` is None
+    when the call succeeded.
+
+    Args:
+        tool_name: the tool that was called.
+        input: the arguments as given (not necessarily a dict).
+        output: the tool's result; None on error.
+        error: the :class:`~agcore_sync.tools.error.ToolError` (or other
+            exception) the call ended with, or None.
+        tool_call_id: the model's id for the call, if any.
+        duration_s: how long validation and execution took, in seconds; for
+            a call that timed out, how long it was waited for.
+        text: (keyword-only) the text :meth:`content` returns, when the
+            caller already made it (the registry does); None: made on demand.
+    """
+
+    tool_name: str
+    input: Any
+    output: Any = None
+    error: Optional[BaseException] = None
+    tool_call_id: Optional[str] = None
+    duration_s: float = 0.0
+    _text: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+
+    @property
+    def ok(self) -> bool:
+        """True if the call succeeded."""
+        return self.error is None
+
+    def result(self) -> Any:
+        """Return the output.
+
+        Raises:
+            BaseException: the call's ``error``, if it failed.
+        """
+        if self.error is not None:
+            raise self.error
+        return self.output
+
+    def content(self) -> str:
+        """Return the text sent back to the model.
+
+        A str result is itself; any other result is its JSON
+        (``ensure_ascii=False``; dates, Decimal, UUID, Enum, sets,
+        dataclasses, attrs and pydantic objects as :mod:`.result_json`
+        says); an error is ``Error in tool "<name>": <error>``.
+
+        Raises:
+            ToolExecutionError: the result is not JSON-serialisable (bytes,
+                arbitrary objects...). Invocations made by a registry never
+                raise here: the registry has already turned such a result into
+                an error.
+        """
+        if self._text is None:
+            if self.error is not None:
+                text = f'Error in tool "{self.tool_name}": {self.error}'
+            else:
+                text = _result_text(self.tool_name, self.output)
+            # Frozen, so cache through object.__setattr__; racing threads compute the same text.
+            object.__setattr__(self, "_text", text)
+        return self._text
+
+
+def _result_text(tool_name: str, output: Any) -> str:
+    try:
+        return result_text(output)
+    except ToolExecutionError as exc:
+        raise ToolExecutionError(f'tool "{tool_name}": {exc}', tool_name=tool_name) from exc.__cause__
+
+
+class CompletionCallback(Protocol):
+    """The ``on_complete(position, invocation)`` callback of ``ToolRegistry.invoke_all``.
+
+    Called once per call of a batch, as soon as its result is known;
+    ``position`` indexes the batch's calls. It runs in the thread that
+    settled the call: a pool worker (in the copy of the submitting thread's
+    ``contextvars`` context that the call's tool ran in) or the submitting
+    thread itself.
+    """
+
+    def __call__(self, position: int, invocation: ToolInvocation) -> None:
+        """Take the result of the call at ``position``."""
