@@ -203,3 +203,10 @@ def test_a_memory_store_works_in_one_object():
         assert store.save("a", {"n": 1}) == 1
         assert store.load("a").version == 1
         assert repr(store) == "SqliteSessionStore(':memory:')"
+
+
+def test_load_refuses_a_wrong_provider_as_a_type_error_not_a_corrupt_session(store):
+    AgentSession(MockProvider([])).save(store, "a")
+    with pytest.raises(TypeError, match="provider"):
+        AgentSession.load(store, "a", provider="gpt-4o")
+    assert AgentSession.load(store, "a", provider=MockProvider([])).turn_index == 0
