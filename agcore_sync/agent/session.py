@@ -34,11 +34,17 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from agcore_sync import _check
 from agcore_sync.agent.approval import cancelled_record, check_decisions
-from agcore_sync.agent.errors import AgentError, TurnNotPausedError, TurnPausedError
+from agcore_sync.agent.errors import (
+    AgentError,
+    SessionNotFoundError,
+    SessionStoreError,
+    TurnNotPausedError,
+    TurnPausedError,
+)
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.agent.turn_stream import TurnStream  # defined there, still importable from here
 from agcore_sync.hooks import Decision, HookEvent, Hooks
@@ -51,6 +57,9 @@ from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agcore_sync.agent.store import SessionStore
 
 __all__ = ["AgentSession", "FORMAT_VERSION"]
 
@@ -464,3 +473,57 @@ class AgentSession:
         paused = data.get("paused_turn")
         session._paused = None if paused is None else PausedTurn.from_dict(paused)
         return session
+
+    # -- stores -----------------------------------------------------------------
+
+    #: (store, session_id, version) of the last load from or save to a store.
+    _stored: Optional[Tuple[SessionStore, str, int]] = None
+
+    @classmethod
+    def load(cls, store: SessionStore, session_id: str, *, provider: LlmProvider,
+             registry: Optional[ToolRegistry] = None, hooks: Optional[Hooks] = None, compact: Any = None,
+             pricing: PricingArg = None) -> AgentSession:
+        """Load a session from a :class:`~agcore_sync.agent.store.SessionStore`.
+
+        The session remembers the version it loaded, so that a later
+        :meth:`save` to the same store and id overwrites exactly that
+        version. The other arguments are those of :meth:`from_dict`.
+
+        Raises:
+            SessionNotFoundError: the store has no such session (also a ``KeyError``).
+            SessionStoreError: the stored session is corrupt or of an unknown
+                format; the store is left as it is.
+        """
+        # Argument mistakes are the caller's (TypeError), not a corrupt stored session.
+        check_parts("AgentSession.load", provider, None, hooks)
+        _check.optional_instance("AgentSession.load", "registry", registry, ToolRegistry, "a ToolRegistry")
+        stored = store.load(session_id)
+        if stored is None:
+            raise SessionNotFoundError(f"no session {session_id!r} in {store!r}", session_id=session_id)
+        try:
+            session = cls.from_dict(stored.data, provider=provider, registry=registry, hooks=hooks,
+                                    compact=compact, pricing=pricing)
+        except (AgentError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SessionStoreError(
+                f"stored session {session_id!r} in {store!r} (version {stored.version}) cannot be loaded: {exc}; "
+                f"it was left as it is", path=getattr(store, "path", None), session_id=session_id) from exc
+        session._stored = (store, session_id, stored.version)
+        return session
+
+    def save(self, store: SessionStore, session_id: str) -> int:
+        """Save :meth:`to_dict` to ``store`` under ``session_id``; return the new version.
+
+        The save expects the version this session last loaded from or saved
+        to that store and id (a session never stored there must be new), so
+        a save from a stale copy raises instead of overwriting another
+        worker's turns. Save after a turn has ended.
+
+        Raises:
+            SessionConflictError: the stored version is not the expected one
+                (load again, redo the turn, save); nothing was written.
+        """
+        stored = self._stored
+        expected = stored[2] if stored is not None and stored[0] is store and stored[1] == session_id else None
+        version = store.save(session_id, self.to_dict(), expected)
+        self._stored = (store, session_id, version)
+        return version
