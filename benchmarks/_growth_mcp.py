@@ -6,12 +6,17 @@ K calls have arrived, so exactly K are in flight. A round is timed from the
 release of the threads to the last answer; client CPU is
 ``getrusage(RUSAGE_SELF)`` over the rounds (every thread of this process,
 the client's reader included; the server is another process). Memory per
-caller is the RSS the K threads and their calls add.
+caller is the RSS the K threads and their calls add. The floor is the same
+harness around bench_mcp.py's minimal reader-thread client (per-id slots, a
+held Lock each), so what 1,000 threads cost by themselves shows apart from
+what the client adds.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -20,6 +25,7 @@ from typing import Any, Dict, List
 
 from _common import median, table
 from _concurrency_common import cpu_seconds, rss_bytes, thread_count
+from bench_mcp import ThreadedFloor
 
 from agcore_sync import McpClient, StdioTransport
 
@@ -29,8 +35,38 @@ SERVER = str(Path(__file__).resolve().parent / "mcp_hold_server.py")
 ROUND_TIMEOUT = 120.0
 
 
-def _in_flight(k: int, rounds: int) -> Dict[str, float]:
-    client = McpClient("hold", StdioTransport(sys.executable, [SERVER, str(k)]), timeout=ROUND_TIMEOUT).connect()
+class HoldFloor(ThreadedFloor):
+    """bench_mcp.py's reader-thread floor, talking to ``mcp_hold_server.py K``."""
+
+    def __init__(self, k: int) -> None:
+        self.proc = subprocess.Popen([sys.executable, SERVER, str(k)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.ids = itertools.count(1)
+        self.slots = {}
+        self.write_lock = threading.Lock()
+        self.reader = threading.Thread(target=self.read, name="bench-floor-reader", daemon=True)
+        self.reader.start()
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f"}})
+
+    def call_text(self, name: str, args: Dict[str, Any]) -> str:
+        return self.call_tool(name, args)["content"][0]["text"]
+
+
+class Ours:
+    """McpClient with the harness's ``call_text``."""
+
+    def __init__(self, k: int) -> None:
+        transport = StdioTransport(sys.executable, [SERVER, str(k)])
+        self.client = McpClient("hold", transport, timeout=ROUND_TIMEOUT).connect()
+
+    def call_text(self, name: str, args: Dict[str, Any]) -> str:
+        return self.client.call_tool(name, args).text
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _in_flight(make: Any, k: int, rounds: int) -> Dict[str, float]:
+    client = make(k)
     start = threading.Barrier(k + 1, timeout=ROUND_TIMEOUT)
     done = threading.Barrier(k + 1, timeout=ROUND_TIMEOUT)
     failures: List[str] = []
@@ -39,9 +75,9 @@ def _in_flight(k: int, rounds: int) -> Dict[str, float]:
         for r in range(rounds + 1):  # round 0 is a warm-up
             start.wait()
             try:
-                result = client.call_tool("echo", {"i": i, "r": r})
-                if json.loads(result.text) != {"i": i, "r": r}:
-                    failures.append(f"call {i} round {r} got {result.text!r}")
+                text = client.call_text("echo", {"i": i, "r": r})
+                if json.loads(text) != {"i": i, "r": r}:
+                    failures.append(f"call {i} round {r} got {text!r}")
             except Exception as exc:  # noqa: BLE001 - reported after the run
                 failures.append(f"{type(exc).__name__}: {exc}")
             done.wait()
@@ -77,17 +113,24 @@ def _in_flight(k: int, rounds: int) -> Dict[str, float]:
 def mcp_growth(size: Dict[str, Any]) -> Dict[str, Any]:
     """Measure each K of ``size["mcp"]`` over ``size["mcp_rounds"]`` rounds."""
     ks = list(size["mcp"])
-    runs = [_in_flight(k, size["mcp_rounds"]) for k in ks]
-    return {"k": ks, **{key: [r[key] for r in runs] for key in runs[0]}}
+    runs = [_in_flight(Ours, k, size["mcp_rounds"]) for k in ks]
+    floor = [_in_flight(HoldFloor, k, size["mcp_rounds"]) for k in ks]
+    return {"k": ks, **{key: [r[key] for r in runs] for key in runs[0]},
+            **{f"floor_{key}": [r[key] for r in floor] for key in floor[0]}}
 
 
 def print_mcp(r: Dict[str, Any]) -> None:
     from bench_growth import exponent, fit
 
-    rows = [(k, w, c, m, t) for k, w, c, m, t in
-            zip(r["k"], r["wall_us_per_call"], r["cpu_us_per_call"], r["kib_per_caller"], r["threads"])]
-    print("K threads, one McpClient over stdio, K calls in flight at once (the server answers when all K arrived)")
-    print(table(["K in flight", "wall us/call", "client CPU us/call", "RSS KiB/caller", "threads added"], rows))
+    rows = [(k, w, fw, c, fc, c / fc, m, t) for k, w, fw, c, fc, m, t in
+            zip(r["k"], r["wall_us_per_call"], r["floor_wall_us_per_call"], r["cpu_us_per_call"],
+                r["floor_cpu_us_per_call"], r["kib_per_caller"], r["threads"])]
+    print("K threads, one McpClient over stdio, K calls in flight at once (the server answers when all K arrived);")
+    print("floor: the same harness around a minimal reader-thread client")
+    print(table(["K in flight", "wall us/call", "floor wall", "CPU us/call", "floor CPU", "CPU x floor",
+                 "RSS KiB/caller", "threads added"], rows))
     totals = [c * k for c, k in zip(r["cpu_us_per_call"], r["k"])]
     _, b = fit(r["k"], totals)
-    print(f"slope: {b:.1f} us of client CPU per added call in flight; exponent k = {exponent(r['k'], totals):.2f}")
+    floor_totals = [c * k for c, k in zip(r["floor_cpu_us_per_call"], r["k"])]
+    print(f"slope: {b:.1f} us of client CPU per added call in flight; exponent k = {exponent(r['k'], totals):.2f} "
+          f"(floor {exponent(r['k'], floor_totals):.2f})")

@@ -31,7 +31,9 @@ Run: ``python benchmarks/bench_growth.py [--only session,tools,result,stream,mcp
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
+import json
 import math
 import sys
 import time
@@ -57,6 +59,9 @@ from agcore_sync import (  # noqa: E402
 
 PARTS = ("session", "tools", "result", "stream", "mcp")
 
+#: The bound of the stream's bounded variant (``max_buffered_events``).
+BOUND = 1024
+
 #: Full sizes, and the tiny ones of ``--quick`` (the smoke test).
 FULL = {"turns": 1000, "block": 100, "tools": (1, 3, 10, 30, 100), "result": (10_000, 100_000, 1_000_000, 10_000_000),
         "stream": (1_000, 10_000, 100_000), "mcp": (10, 100, 1000), "mcp_rounds": 5}
@@ -78,15 +83,21 @@ def add(a: int, b: int) -> int:
 _PATTERN = "abcdefghijklmnopqrstuvwxyz0123456789 é—🙂\n"
 
 
+@functools.cache
+def _text_of(size: int) -> str:
+    unit = _PATTERN.encode()
+    text = (_PATTERN * (size // len(unit) + 1)).encode()[:size].decode(errors="ignore")
+    return text + "x" * (size - len(text.encode()))
+
+
 @tool
 def big(size: int) -> str:
-    """Return a text of about ``size`` UTF-8 bytes.
+    """Return a text of exactly ``size`` UTF-8 bytes, some characters multi-byte (built once per size).
 
     Args:
         size: how many bytes.
     """
-    unit = _PATTERN.encode()
-    return (_PATTERN * (size // len(unit) + 1)).encode()[:size].decode(errors="ignore")
+    return _text_of(size)
 
 
 # -- fitting ------------------------------------------------------------------
@@ -293,12 +304,16 @@ def print_result(r: Dict[str, Any]) -> None:
 
 def stream_growth(size: Dict[str, Any], repeats: int) -> Dict[str, Any]:
     sizes = list(size["stream"])
-    out: Dict[str, Any] = {"events": sizes, "us": {"submit_with_tools_stream": [], "chat_stream alone": []},
-                           "peak_b": []}
+    bounded = f"max_buffered_events={BOUND}"
+    out: Dict[str, Any] = {"events": sizes, "us": {"submit_with_tools_stream": [], bounded: [],
+                                                   "chat_stream alone": []}, "peak_b": [], "peak_b_bounded": []}
     with ToolRegistry() as registry:
-        def looped(e: int) -> int:
+        def looped(e: int, bound: Any = None) -> int:
             cycle = LlmCycle(MockProvider([MockProvider.text("abcdefgh" * e)]), CycleConfig())
-            return drain(cycle.submit_with_tools_stream("go", registry))
+            return drain(cycle.submit_with_tools_stream("go", registry, max_buffered_events=bound))
+
+        def looped_bounded(e: int) -> int:
+            return looped(e, BOUND)
 
         def alone(e: int) -> int:
             provider = MockProvider([MockProvider.text("abcdefgh" * e)])
@@ -307,23 +322,27 @@ def stream_growth(size: Dict[str, Any], repeats: int) -> Dict[str, Any]:
         for e in (sizes[0], *sizes):  # the first is a warm-up
             if looped(e) < e or alone(e) < e:
                 raise RuntimeError(f"stream: fewer than {e} events")
-            for key, fn in (("submit_with_tools_stream", looped), ("chat_stream alone", alone)):
+            for key, fn in (("submit_with_tools_stream", looped), (bounded, looped_bounded),
+                            ("chat_stream alone", alone)):
                 out["us"][key].append(median([timed(lambda fn=fn, e=e: fn(e)) for _ in range(repeats)]) * 1e6)
             out["peak_b"].append(traced_peak(lambda e=e: looped(e)) / e)
-        for key in ("submit_with_tools_stream", "chat_stream alone"):
-            del out["us"][key][0]
-        del out["peak_b"][0]
+            out["peak_b_bounded"].append(traced_peak(lambda e=e: looped_bounded(e)) / e)
+        for values in (*out["us"].values(), out["peak_b"], out["peak_b_bounded"]):
+            del values[0]
     return out
 
 
 def print_stream(r: Dict[str, Any]) -> None:
     loop, alone = r["us"]["submit_with_tools_stream"], r["us"]["chat_stream alone"]
-    rows = [(f"{e:,}", lo / e, al / e, lo / al, p) for e, lo, al, p in zip(r["events"], loop, alone, r["peak_b"])]
-    print("a text answer of E events (8 characters each)")
-    print(table(["E events", "stream us/event", "chat_stream alone us/event", "ratio", "peak bytes/event"], rows))
+    bounded = r["us"][f"max_buffered_events={BOUND}"]
+    rows = [(f"{e:,}", lo / e, bo / e, al / e, p, pb)
+            for e, lo, bo, al, p, pb in zip(r["events"], loop, bounded, alone, r["peak_b"], r["peak_b_bounded"])]
+    print(f"a text answer of E events (8 characters each); bounded = max_buffered_events={BOUND}")
+    print(table(["E events", "stream us/event", "bounded us/event", "chat_stream alone us/event",
+                 "peak bytes/event", "bounded peak bytes/event"], rows))
     _, b = fit(r["events"], loop)
     print(f"slope: {b:.2f} us per added event; exponent k = {exponent(r['events'], loop):.2f} "
-          f"(chat_stream alone {exponent(r['events'], alone):.2f})")
+          f"(bounded {exponent(r['events'], bounded):.2f}, chat_stream alone {exponent(r['events'], alone):.2f})")
 
 
 # -- main -------------------------------------------------------------------------------
@@ -335,6 +354,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="runs per size (default 5)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for the smoke test")
     parser.add_argument("--plot", help="write one small PNG per part into this folder (needs matplotlib)")
+    parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
     parts = [p for p in args.only.split(",") if p]
     unknown = set(parts) - set(PARTS)
@@ -358,6 +378,8 @@ def main(argv: List[str]) -> int:
             else:
                 show(results[part])
         print()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
     if args.plot:
         from _growth_plot import plot_all
 
