@@ -11,8 +11,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any, Dict, List
 
-#: The package version, also sent to MCP servers as ``clientInfo.version``.
-__version__ = "0.1.0"
+from agcore_sync._version import __version__
 
 # A library logs; the application decides where it goes. Without this, a
 # script that never configured logging would see WARNING records on stderr
@@ -57,6 +56,7 @@ _EXPORTS: Dict[str, str] = {
     "ToolExecutionCompleted": "agcore_sync.llm.events",
     "ToolExecutionStarted": "agcore_sync.llm.events",
     "MockProvider": "agcore_sync.llm.mock",
+    "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
@@ -68,10 +68,21 @@ _EXPORTS: Dict[str, str] = {
     "RateLimitError": "agcore_sync.llm.errors",
     "ResponseParseError": "agcore_sync.llm.errors",
     "ServerError": "agcore_sync.llm.errors",
+    "OutputRefusedError": "agcore_sync.llm.errors",
+    "OutputValidationError": "agcore_sync.llm.errors",
+    "DocumentBlock": "agcore_sync.llm.media",
+    "ImageBlock": "agcore_sync.llm.media",
+    "OutputSchema": "agcore_sync.llm.output",
+    "anthropic_output_format": "agcore_sync.llm.output",
+    "openai_response_format": "agcore_sync.llm.output",
+    "output_tool": "agcore_sync.llm.output",
+    "prompted_instructions": "agcore_sync.llm.output",
+    "responses_text_format": "agcore_sync.llm.output",
+    "retry_instructions": "agcore_sync.llm.output",
     "RetryConfig": "agcore_sync.llm.retry",
     "RetryProvider": "agcore_sync.llm.retry",
     "ToolLoopStream": "agcore_sync.loop.tool_stream",
-    "ContentBlock": "agcore_sync.llm.types",
+    "ContentBlock": "agcore_sync.llm.content",
     "Message": "agcore_sync.llm.types",
     "MessageRequest": "agcore_sync.llm.types",
     "MessageResponse": "agcore_sync.llm.types",
@@ -106,6 +117,7 @@ _EXPORTS: Dict[str, str] = {
     "McpClient": "agcore_sync.tools.mcp.client",
     "McpToolResult": "agcore_sync.tools.mcp.client",
     "McpTool": "agcore_sync.tools.mcp.adapter",
+    "McpToolCaller": "agcore_sync.tools.mcp.adapter",
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
     "RestartPolicy": "agcore_sync.tools.mcp.restart",
@@ -149,6 +161,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         LlmError,
         LlmTimeoutError,
         MaxToolTurnsExceeded,
+        OutputRefusedError,
+        OutputValidationError,
         ProviderError,
         RateLimitError,
         ResponseParseError,
@@ -169,8 +183,18 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionCompleted,
         ToolExecutionStarted,
     )
-    from agcore_sync.llm.mock import MockProvider  # noqa: F401
+    from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
+    from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
+    from agcore_sync.llm.output import (  # noqa: F401
+        OutputSchema,
+        anthropic_output_format,
+        openai_response_format,
+        output_tool,
+        prompted_instructions,
+        responses_text_format,
+        retry_instructions,
+    )
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
@@ -212,7 +236,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
     from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
-    from agcore_sync.tools.mcp.adapter import McpTool  # noqa: F401
+    from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller  # noqa: F401
     from agcore_sync.tools.mcp.auth.oauth import McpOAuth, console_authorize, headless_authorize  # noqa: F401
     from agcore_sync.tools.mcp.auth.storage import (  # noqa: F401
         FileTokenStorage,

@@ -13,6 +13,8 @@ The tree, with the module that defines each branch::
     |   +-- LlmConnectionError
     |   +-- ResponseParseError
     |   +-- MaxToolTurnsExceeded
+    |   +-- OutputValidationError
+    |   +-- OutputRefusedError
     +-- ToolError                    tools/error.py (recoverable flag)
     +-- HookError                    hooks.py
     +-- PromptError                  prompt/errors.py

@@ -1,1 +1,11 @@
-"""HTTP plumbing shared by the providers and MCP's HTTP transport (private)."""
+"""HTTP plumbing shared by the providers and MCP's HTTP transport (private).
+
+- :mod:`~agcore_sync._http.sse`: the Server-Sent Events parser;
+- :mod:`~agcore_sync._http.body`: reading a streamed body as it arrives and
+  giving its connection back (or closing it), the transport-error tuple;
+- :mod:`~agcore_sync._http.connection`: pooled sessions, the socket under a
+  response;
+- :mod:`~agcore_sync._http.masking`: keeping a secret out of text and JSON.
+
+This package sits above ``llm/`` and ``tools/`` and imports neither.
+"""

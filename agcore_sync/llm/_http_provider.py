@@ -3,8 +3,16 @@
 Everything ``requests`` or ``urllib3`` can raise is translated here into an
 :class:`LlmError` (``raise ... from exc``), HTTP error statuses become the
 typed :class:`ProviderError` subclasses, and the API key is masked in every
-message and body. Streams are read with ``read1`` so each network read
-reaches the SSE parser at once (``iter_lines`` would wait for a full buffer).
+message and body. Bodies are read and connections given back by the shared
+:mod:`agcore_sync._http.body`; :meth:`HttpProvider._stream` drives a pure
+:class:`~agcore_sync.llm._stream_translator.StreamTranslator` over a
+streamed response.
+
+Connections: a provider that makes its own ``requests.Session`` keeps up to
+:data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` idle connections per
+host, and every response whose body ended (a plain response read whole, a
+stream past its end marker) gives its connection back, so sequential calls
+and tool-loop rounds reuse one TCP (and TLS) connection.
 """
 
 from __future__ import annotations
@@ -18,7 +26,11 @@ from typing import Any, Dict, Iterator, Mapping, NoReturn, Optional
 import requests
 import urllib3.exceptions
 
+from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
+from agcore_sync._http.connection import new_session
+from agcore_sync._http.masking import MASK, Masker, mask
 from agcore_sync._http.sse import SseEvent, SseParser
+from agcore_sync.llm._stream_translator import StreamTranslator
 from agcore_sync.llm.cost import PricingArg, cost_usd
 from agcore_sync.llm.errors import (
     AuthenticationError,
@@ -30,23 +42,13 @@ from agcore_sync.llm.errors import (
     ResponseParseError,
     ServerError,
 )
+from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import MessageRequest, Usage
 
+__all__ = ["HttpProvider", "MASK", "mask", "error_for_status", "parse_retry_after"]
+
 logger = logging.getLogger("agcore_sync.llm")
-
-#: The most one ``read1`` call takes off the socket.
-_READ_SIZE = 65536
-
-#: Placeholder that replaces a secret wherever it would appear.
-MASK = "***"
-
-
-def mask(text: str, secret: Optional[str]) -> str:
-    """Return ``text`` with ``secret`` replaced by ``***``."""
-    if secret and secret in text:
-        return text.replace(secret, MASK)
-    return text
 
 
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
@@ -108,8 +110,16 @@ class HttpProvider(LlmProvider):
     """Base of the HTTP providers: session, headers, posting, stream reading.
 
     Subclasses fill :meth:`_auth_headers` and the translation to and from
-    their wire format. The API key is kept out of ``repr`` and masked in
-    every error.
+    their wire format (a :class:`~agcore_sync.llm._stream_translator.StreamTranslator`
+    for streams). The API key is kept out of ``repr`` and masked in every
+    error.
+
+    The session: with ``session=None`` the provider makes one that keeps up
+    to :data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` (100) idle
+    connections per host, so that many threads sharing the provider reuse
+    their connections; ``close()`` closes it. A session passed in is used as
+    it is (mount an ``HTTPAdapter(pool_maxsize=N)`` on it for more threads
+    than ``requests``' default 10) and is left open.
     """
 
     #: Name used in error messages and logs.
@@ -127,10 +137,11 @@ class HttpProvider(LlmProvider):
     ) -> None:
         self.model = model
         self._api_key = api_key or None
+        self._masker = Masker(self._api_key)
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._owns_session = session is None
-        self.session = session if session is not None else requests.Session()
+        self.session = session if session is not None else new_session()
         self.extra_headers = dict(extra_headers or {})
         self.pricing = pricing
 
@@ -152,6 +163,7 @@ class HttpProvider(LlmProvider):
         return model
 
     def _cost(self, usage: Usage, model: Optional[str]) -> Optional[float]:
+        """Return the cost of ``usage`` for ``model`` (for subclasses that build ``CostUpdate`` by hand)."""
         return cost_usd(usage, model, self.pricing)
 
     # -- sending ------------------------------------------------------------
@@ -175,7 +187,8 @@ class HttpProvider(LlmProvider):
 
     def _status_error(self, response: requests.Response) -> LlmError:
         try:
-            text = mask(response.text, self._api_key)
+            # Reading the whole body also gives the connection back.
+            text = self._masker.text(response.text)
         except Exception:  # noqa: BLE001 - a body we cannot read is no reason to lose the status
             text = ""
         try:
@@ -187,12 +200,12 @@ class HttpProvider(LlmProvider):
         if detail:
             message += f": {detail}"
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
-        return error_for_status(response.status_code, mask(message, self._api_key),
+        return error_for_status(response.status_code, self._masker.text(message),
                                 retry_after=retry_after, body=body)
 
     def _raise_transport(self, exc: BaseException) -> NoReturn:
         """Translate a ``requests`` / ``urllib3`` / socket exception and raise it."""
-        text = mask(str(exc), self._api_key)
+        text = self._masker.text(str(exc))
         timeouts = (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)
         # requests reports a read timeout while it reads the body as a
         # ConnectionError wrapping urllib3's ReadTimeoutError.
@@ -207,6 +220,7 @@ class HttpProvider(LlmProvider):
         raise exc
 
     def _json(self, response: requests.Response) -> Any:
+        """Read a whole JSON body (which gives the connection back) and parse it."""
         try:
             text = response.text
         except Exception as exc:  # noqa: BLE001 - translated once, here
@@ -215,37 +229,66 @@ class HttpProvider(LlmProvider):
             return json.loads(text)
         except ValueError as exc:
             raise ResponseParseError(f"{self.provider_name} sent a body that is not JSON",
-                                     body=mask(text[:1000], self._api_key)) from exc
+                                     body=self._masker.text(text[:1000])) from exc
 
     def _chunk_json(self, data: str) -> Any:
+        """Parse one stream chunk's data, or raise ``ResponseParseError`` (key masked)."""
         try:
             return json.loads(data)
         except ValueError as exc:
             raise ResponseParseError(f"{self.provider_name} sent a stream chunk that is not JSON",
-                                     body=mask(data[:1000], self._api_key)) from exc
+                                     body=self._masker.text(data[:1000])) from exc
 
     # -- reading streams ----------------------------------------------------
 
-    def _sse_events(self, response: requests.Response) -> Iterator[SseEvent]:
-        """Yield the SSE events of ``response`` as their bytes arrive."""
-        parser = SseParser()
-        raw = response.raw
-        read1 = getattr(raw, "read1", None)
+    def _stream(self, url: str, body: Dict[str, Any], translator: StreamTranslator) -> Iterator[StreamEvent]:
+        """POST ``body`` with ``stream: true``; yield ``translator``'s events as the bytes arrive.
+
+        The one stream loop of both providers. When the translator sees the
+        end marker, the rest of the body is drained and the connection goes
+        back to the pool before the last events are yielded (so a consumer
+        that stops at ``MessageComplete`` without closing the generator frees
+        it too); any other end (a failure, a cut, a close before the end
+        marker) closes the connection. A failure after the server reported
+        usage yields that usage as a ``CostUpdate`` just before the error:
+        those tokens were billed.
+
+        Raises:
+            LlmError: a transport failure, a cut stream
+                (:class:`LlmConnectionError`), or what the translator raises.
+        """
+        response = self._post(url, body, stream=True)
+        reader = BodyReader(response)
+        events_of = self._read_events(reader)
         try:
-            # A chunked body (what the LLM APIs send) is read one HTTP chunk at a
-            # time by iter_content(None), as promptly as read1 and at a quarter
-            # of its cost per chunk; read1 is for close-delimited bodies, where
-            # iter_content(None) would wait for the end.
-            if read1 is not None and not getattr(raw, "chunked", False):
-                while True:
-                    chunk = read1(_READ_SIZE, decode_content=True)
-                    if not chunk:
-                        break
-                    yield from parser.feed(chunk)
-            else:  # also urllib3 < 2.3, which has no read1
-                for chunk in response.iter_content(chunk_size=None):
-                    yield from parser.feed(chunk)
-        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            try:
+                for sse in events_of:
+                    events = translator.feed(sse)
+                    if translator.done:
+                        reader.release()
+                        yield from events
+                        return
+                    yield from events
+                raise self._stream_cut()
+            except LlmError:
+                usage = translator.unreported_usage()
+                if usage is not None:
+                    yield translator.cost_update(usage)
+                raise
+        finally:
+            events_of.close()
+            reader.discard()  # does nothing after release()
+
+    def _sse_events(self, response: requests.Response) -> Iterator[SseEvent]:
+        """Yield the SSE events of ``response`` as their bytes arrive (the caller closes it)."""
+        return self._read_events(BodyReader(response))
+
+    def _read_events(self, reader: BodyReader) -> Iterator[SseEvent]:
+        parser = SseParser()
+        try:
+            for chunk in reader:
+                yield from parser.feed(chunk)
+        except TRANSPORT_ERRORS as exc:
             self._raise_transport(exc)
         for event in parser.close():
             # An event without its closing blank line whose data does not

@@ -10,13 +10,17 @@ format at this edge only:
   merged, since the API requires user and assistant turns to alternate.
 - Thinking blocks go back unchanged: ``thinking`` with its ``signature``,
   ``redacted_thinking`` with its ``data``.
-- Streams are read as their bytes arrive and translated event by event into
-  the order of :mod:`agcore_sync.llm.events`; the closing ``MessageComplete``
-  is built from the very events yielded, so replaying them gives the same
-  response.
+- Streams are read as their bytes arrive and translated event by event by
+  :class:`~agcore_sync.llm._anthropic_stream.AnthropicStreamTranslator`; the
+  closing ``MessageComplete`` is built from the very events yielded, so
+  replaying them gives the same response.
+- A ``tool_use`` block without an id (some Anthropic-compatible servers)
+  gets a new ``toolu_<hex>`` id, used in every event and block after.
 
 The provider holds a ``requests.Session`` (its own unless one is given) and no
-thread. The API key is kept out of ``repr``, logs and every error.
+thread; a finished call, streamed or not, leaves its connection in the
+session's pool for the next one. The API key is kept out of ``repr``, logs and
+every error.
 """
 
 from __future__ import annotations
@@ -24,46 +28,33 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Type
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import requests
 
-from agcore_sync.llm._http_provider import HttpProvider, mask
+from agcore_sync.llm._anthropic_stream import (
+    TOOL_ID_PREFIX,
+    AnthropicStreamTranslator,
+    api_error,
+    stop_reason,
+    usage_from_wire,
+)
+from agcore_sync.llm._http_provider import HttpProvider
+from agcore_sync.llm._tool_calls import ToolCallIds
 from agcore_sync.llm.cost import PricingArg
-from agcore_sync.llm.errors import (
-    AuthenticationError,
-    LlmError,
-    ProviderError,
-    RateLimitError,
-    ResponseParseError,
-    ServerError,
-)
-from agcore_sync.llm.events import (
-    ContentBlockEnd,
-    ContentBlockStart,
-    CostUpdate,
-    MessageComplete,
-    MessageStart,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallArgumentsDelta,
-    ToolCallEnd,
-)
-from agcore_sync.llm.partial import PartialMessageResponse
+from agcore_sync.llm.errors import ResponseParseError
+from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,
     MessageRequest,
     MessageResponse,
     Role,
-    StopReason,
     TextBlock,
     ThinkingBlock,
     ToolChoice,
     ToolResultBlock,
     ToolUseBlock,
-    Usage,
 )
 
 __all__ = ["AnthropicProvider", "DEFAULT_BASE_URL", "DEFAULT_ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS"]
@@ -79,66 +70,6 @@ DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
 #: ``max_tokens`` sent when the request has none: the API requires the field.
 DEFAULT_MAX_TOKENS = 4096
 
-_STOP_REASONS: Mapping[str, StopReason] = {
-    "end_turn": StopReason.STOP,
-    "stop_sequence": StopReason.STOP,
-    "pause_turn": StopReason.STOP,
-    "tool_use": StopReason.TOOL_USE,
-    "max_tokens": StopReason.LENGTH,
-    "model_context_window_exceeded": StopReason.LENGTH,
-    "refusal": StopReason.CONTENT_FILTER,
-}
-
-# error.type -> (error class, the HTTP status the API documents for that type).
-_ERROR_TYPES: Mapping[str, Tuple[Type[LlmError], int]] = {
-    "invalid_request_error": (ProviderError, 400),
-    "authentication_error": (AuthenticationError, 401),
-    "billing_error": (ProviderError, 402),
-    "permission_error": (AuthenticationError, 403),
-    "not_found_error": (ProviderError, 404),
-    "request_too_large": (ProviderError, 413),
-    "rate_limit_error": (RateLimitError, 429),
-    "api_error": (ServerError, 500),
-    "timeout_error": (ProviderError, 504),
-    "overloaded_error": (ServerError, 529),
-}
-
-
-def _mask_value(value: Any, secret: Optional[str]) -> Any:
-    """Return ``value`` (parsed JSON) with ``secret`` masked in every string."""
-    if not secret:
-        return value
-    if isinstance(value, str):
-        return mask(value, secret)
-    if isinstance(value, dict):
-        return {mask(str(k), secret): _mask_value(v, secret) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask_value(v, secret) for v in value]
-    return value
-
-
-def _stop_reason(value: Optional[str], has_tool_calls: bool) -> StopReason:
-    if value is None:
-        return StopReason.TOOL_USE if has_tool_calls else StopReason.STOP
-    return _STOP_REASONS.get(value, StopReason.ERROR)
-
-
-def _count(raw: Mapping[str, Any], key: str) -> int:
-    value = raw.get(key)
-    return value if isinstance(value, int) else 0
-
-
-def _usage(raw: Mapping[str, Any]) -> Usage:
-    cache_read = _count(raw, "cache_read_input_tokens")
-    cache_write = _count(raw, "cache_creation_input_tokens")
-    return Usage(
-        prompt_tokens=_count(raw, "input_tokens") + cache_read + cache_write,
-        completion_tokens=_count(raw, "output_tokens"),
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-    )
-
-
 def _tool_input(value: Any) -> Any:
     # The API documents an object; anything else is kept as raw JSON text so
     # the registry refuses it instead of running the tool with a guess.
@@ -149,12 +80,12 @@ def _tool_input(value: Any) -> Any:
     return json.dumps(value)
 
 
-def _block_from_wire(block: Mapping[str, Any]) -> Optional[ContentBlock]:
+def _block_from_wire(block: Mapping[str, Any], ids: ToolCallIds) -> Optional[ContentBlock]:
     kind = block["type"]
     if kind == "text":
         return TextBlock(block["text"])
     if kind == "tool_use":
-        return ToolUseBlock(block["id"], block["name"], _tool_input(block.get("input")))
+        return ToolUseBlock(ids.take(block.get("id")), block["name"], _tool_input(block.get("input")))
     if kind == "thinking":
         return ThinkingBlock(block["thinking"], block.get("signature"))
     if kind == "redacted_thinking":
@@ -211,143 +142,6 @@ def _tool_choice_to_wire(choice: Any) -> Dict[str, Any]:
     if choice == "required":
         return {"type": "any"}
     return {"type": choice}  # "auto" or "none"
-
-
-# The stream event types that _StreamTranslator has an ``_on_<type>`` method for.
-_STREAM_HANDLERS = frozenset(
-    ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
-     "message_delta", "message_stop"]
-)
-
-
-class _OpenBlock:
-    __slots__ = ("index", "kind", "tool_call_id", "tool_name", "parts", "start_input")
-
-    def __init__(self, index: int, kind: str, tool_call_id: Optional[str] = None,
-                 tool_name: Optional[str] = None, start_input: Any = None) -> None:
-        self.index = index
-        self.kind = kind
-        self.tool_call_id = tool_call_id
-        self.tool_name = tool_name
-        self.parts: List[str] = []
-        self.start_input = start_input
-
-
-class _StreamTranslator:
-    """Turns the decoded Anthropic stream events into our events (no I/O).
-
-    Block indexes are renumbered from 0 over the blocks we translate, which
-    keeps Anthropic's own indexes unless the stream holds a block type we
-    skip (a server tool block, say).
-    """
-
-    def __init__(self, provider: AnthropicProvider, model: str) -> None:
-        self._provider = provider
-        self.partial = PartialMessageResponse()
-        self.model = model
-        self.done = False
-        self._raw_usage: Dict[str, Any] = {}
-        self._blocks: Dict[int, Optional[_OpenBlock]] = {}
-        self._next_index = 0
-
-    def feed(self, data: Mapping[str, Any], sse_event: str) -> List[StreamEvent]:
-        kind = data.get("type") or sse_event
-        if kind == "error":
-            raise self._provider._api_error(data, streaming=True)
-        if kind not in _STREAM_HANDLERS:
-            if kind != "ping":
-                logger.debug("Anthropic: ignoring stream event %r", kind)
-            return []
-        events: List[StreamEvent] = getattr(self, "_on_" + kind)(data)
-        for event in events:
-            self.partial.apply(event)
-        return events
-
-    def _on_message_start(self, data: Mapping[str, Any]) -> List[StreamEvent]:
-        message = data["message"]
-        self.model = message.get("model") or self.model
-        self._raw_usage.update(message.get("usage") or {})
-        return [MessageStart(message["id"], self.model)]
-
-    def _on_content_block_start(self, data: Mapping[str, Any]) -> List[StreamEvent]:
-        block = data["content_block"]
-        kind = block["type"]
-        wire_index = data["index"]
-        if kind not in ("text", "tool_use", "thinking", "redacted_thinking"):
-            logger.debug("Anthropic: skipping a streamed content block of type %r", kind)
-            self._blocks[wire_index] = None
-            return []
-        index = self._next_index
-        self._next_index += 1
-        if kind == "tool_use":
-            open_block = _OpenBlock(index, kind, block["id"], block["name"], block.get("input"))
-            self._blocks[wire_index] = open_block
-            return [ContentBlockStart(index, "tool_use", tool_call_id=block["id"], tool_name=block["name"])]
-        if kind == "redacted_thinking":
-            self._blocks[wire_index] = _OpenBlock(index, "thinking")
-            return [ContentBlockStart(index, "thinking", redacted_data=block["data"])]
-        self._blocks[wire_index] = _OpenBlock(index, kind)
-        events: List[StreamEvent] = [ContentBlockStart(index, kind)]
-        initial = block.get("text" if kind == "text" else "thinking")
-        if initial:
-            events.append(TextDelta(initial) if kind == "text" else ThinkingDelta(initial))
-        return events
-
-    def _open(self, data: Mapping[str, Any]) -> Optional[_OpenBlock]:
-        wire_index = data["index"]
-        if wire_index not in self._blocks:
-            raise ResponseParseError(f"Anthropic sent {data.get('type')} for block {wire_index!r}, never started")
-        return self._blocks[wire_index]
-
-    def _on_content_block_delta(self, data: Mapping[str, Any]) -> List[StreamEvent]:
-        block = self._open(data)
-        if block is None:
-            return []
-        delta = data["delta"]
-        kind = delta["type"]
-        if kind == "text_delta" and delta["text"]:
-            return [TextDelta(delta["text"])]
-        if kind == "input_json_delta" and block.kind == "tool_use" and delta["partial_json"]:
-            block.parts.append(delta["partial_json"])
-            return [ToolCallArgumentsDelta(block.index, block.tool_call_id or "", delta["partial_json"])]
-        if kind == "thinking_delta" and delta["thinking"]:
-            return [ThinkingDelta(delta["thinking"])]
-        if kind == "signature_delta":
-            return [ThinkingDelta("", signature=delta["signature"])]
-        return []
-
-    def _on_content_block_stop(self, data: Mapping[str, Any]) -> List[StreamEvent]:
-        block = self._open(data)
-        if block is None:
-            return []
-        events: List[StreamEvent] = []
-        if block.kind == "tool_use":
-            arguments = "".join(block.parts)
-            if not block.parts and isinstance(block.start_input, dict) and block.start_input:
-                arguments = json.dumps(block.start_input)
-            events.append(ToolCallEnd(block.tool_call_id or "", block.tool_name or "", arguments))
-        events.append(ContentBlockEnd(block.index))
-        return events
-
-    def _on_message_delta(self, data: Mapping[str, Any]) -> List[StreamEvent]:
-        stop = (data.get("delta") or {}).get("stop_reason")
-        if stop is not None:
-            self.partial.stop_reason = _stop_reason(stop, False)
-        # Counts here are cumulative: they replace those of message_start.
-        self._raw_usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
-        return []
-
-    def usage_so_far(self) -> Optional[Usage]:
-        """Return the usage reported before the stream ended, or None."""
-        return _usage(self._raw_usage) if self._raw_usage and not self.done else None
-
-    def _on_message_stop(self, data: Mapping[str, Any]) -> List[StreamEvent]:
-        self.done = True
-        usage = _usage(self._raw_usage)
-        cost = CostUpdate(usage, self._provider._cost(usage, self.model))
-        self.partial.apply(cost)
-        return [cost, MessageComplete(self.partial.finalize())]
-
 
 
 class AnthropicProvider(HttpProvider):
@@ -461,64 +255,25 @@ class AnthropicProvider(HttpProvider):
                 ``message_stop`` (:class:`LlmConnectionError`).
         """
         body = self._request_body(request, stream=True)
-        response = self._post(self.messages_url, body, stream=True)
-        translator = _StreamTranslator(self, body["model"])
-        try:
-            yield from self._translate(response, translator)
-        except LlmError:
-            # message_start reported the input tokens: they are billed even
-            # though the stream failed, so report them before the error.
-            usage = translator.usage_so_far()
-            if usage is not None:
-                yield CostUpdate(usage, self._cost(usage, translator.model))
-            raise
-        finally:
-            response.close()
-
-    def _translate(self, response: requests.Response, translator: _StreamTranslator) -> Iterator[StreamEvent]:
-        """Yield the events of ``response``'s SSE stream, translated."""
-        for sse in self._sse_events(response):
-            data = self._chunk_json(sse.data)
-            if not isinstance(data, dict):
-                raise ResponseParseError("Anthropic sent a stream chunk that is not a JSON object",
-                                         body=mask(sse.data[:1000], self._api_key))
-            try:
-                events = translator.feed(data, sse.event)
-            except (KeyError, TypeError, AttributeError) as exc:
-                raise ResponseParseError(f"Anthropic sent a {data.get('type')!r} event of an unknown shape",
-                                         body=_mask_value(data, self._api_key)) from exc
-            yield from events
-            if translator.done:
-                return
-        raise self._stream_cut()
+        translator = AnthropicStreamTranslator(body["model"], pricing=self.pricing, masker=self._masker)
+        yield from self._stream(self.messages_url, body, translator)
 
     # -- responses ------------------------------------------------------------
 
     def _parse_response(self, data: Any) -> MessageResponse:
         if isinstance(data, dict) and data.get("type") == "error":
-            raise self._api_error(data, streaming=False)
+            raise api_error(data, streaming=False, masker=self._masker)
         try:
-            blocks = [b for b in (_block_from_wire(block) for block in data["content"]) if b is not None]
+            ids = ToolCallIds(TOOL_ID_PREFIX)
+            blocks = [b for b in (_block_from_wire(block, ids) for block in data["content"]) if b is not None]
             message = Message(Role.ASSISTANT, blocks)
             return MessageResponse(
                 data["id"],
                 data["model"],
                 message,
-                _stop_reason(data.get("stop_reason"), bool(message.tool_uses)),
-                _usage(data.get("usage") or {}),
+                stop_reason(data.get("stop_reason"), bool(message.tool_uses)),
+                usage_from_wire(data.get("usage") or {}),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ResponseParseError("Anthropic sent a response body of an unknown shape",
-                                     body=_mask_value(data, self._api_key)) from exc
-
-    def _api_error(self, data: Mapping[str, Any], *, streaming: bool) -> LlmError:
-        """Return the typed error for an ``{"type": "error", "error": {...}}`` payload."""
-        error = data.get("error")
-        error = error if isinstance(error, dict) else {}
-        error_type = error.get("type")
-        cls, status = _ERROR_TYPES.get(error_type, (ProviderError, None))  # type: ignore[arg-type]
-        where = "stream" if streaming else "response"
-        message = f"Anthropic {where} error {error_type or 'unknown'}"
-        if isinstance(error.get("message"), str):
-            message += f": {error['message']}"
-        return cls(mask(message, self._api_key), status_code=status, body=_mask_value(dict(data), self._api_key))
+                                     body=self._masker.json(data)) from exc

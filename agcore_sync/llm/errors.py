@@ -11,6 +11,8 @@ Error tree (all under :class:`~agcore_sync.errors.AgcoreError`)::
     +-- LlmConnectionError     retryable (refused, reset, stream cut short)
     +-- ResponseParseError     a body or chunk that is not what the API documents
     +-- MaxToolTurnsExceeded   the tool loop ran out of rounds
+    +-- OutputValidationError  a structured answer that does not match its schema (.errors, .raw)
+    +-- OutputRefusedError     the model refused to give a structured answer (.refusal)
 
 Loops and :class:`~agcore_sync.llm.retry.RetryProvider` read ``retryable``;
 they never test classes.
@@ -18,7 +20,7 @@ they never test classes.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Iterable, List, Optional
 
 from agcore_sync.errors import AgcoreError
 
@@ -32,6 +34,8 @@ __all__ = [
     "LlmConnectionError",
     "ResponseParseError",
     "MaxToolTurnsExceeded",
+    "OutputValidationError",
+    "OutputRefusedError",
 ]
 
 
@@ -135,3 +139,73 @@ class MaxToolTurnsExceeded(LlmError):
 
     The cycle's history keeps every round made so far.
     """
+
+
+class OutputValidationError(LlmError):
+    """A structured answer is not JSON, or does not match the output schema.
+
+    Args:
+        message: what failed, on which schema.
+        errors: one line per problem, ``"<JSON path>: <what is wrong>"``
+            (``$`` is the whole answer), e.g.
+            ``"$.items[0].price: 'x' is not of type 'number'"``.
+        raw: the model's text, as it came.
+        status_code: see :class:`LlmError`.
+        retryable: see :class:`LlmError`.
+        retry_after: see :class:`LlmError`.
+        body: see :class:`LlmError`.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: Iterable[str] = (),
+        raw: Optional[str] = None,
+        status_code: Optional[int] = None,
+        retryable: Optional[bool] = None,
+        retry_after: Optional[float] = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(
+            message, status_code=status_code, retryable=retryable, retry_after=retry_after, body=body
+        )
+        #: The problems found, one ``"<JSON path>: <message>"`` string each.
+        self.errors: List[str] = list(errors)
+        #: The model's text as it came (None when there was none).
+        self.raw = raw
+
+
+class OutputRefusedError(LlmError):
+    """The model refused to answer in the asked structure (OpenAI ``refusal``, Anthropic ``refusal``).
+
+    Never retried: asking again rarely changes a refusal.
+
+    Args:
+        message: what happened.
+        refusal: the model's refusal text, when it gave one.
+        status_code: see :class:`LlmError`.
+        retryable: see :class:`LlmError`.
+        retry_after: see :class:`LlmError`.
+        body: see :class:`LlmError`.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        refusal: Optional[str] = None,
+        status_code: Optional[int] = None,
+        retryable: Optional[bool] = None,
+        retry_after: Optional[float] = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(
+            message, status_code=status_code, retryable=retryable, retry_after=retry_after, body=body
+        )
+        #: The model's refusal text (None when it gave none).
+        self.refusal = refusal

@@ -13,9 +13,11 @@ from typing import Any, ClassVar, Dict, Optional, Tuple, Union
 
 import attrs
 
+from agcore_sync.llm import media  # noqa: F401 - defines, and so registers, the image and document blocks
+from agcore_sync.llm.content import ContentBlock
+
 __all__ = [
     "Role",
-    "ContentBlock",
     "TextBlock",
     "ToolUseBlock",
     "ToolResultBlock",
@@ -49,42 +51,6 @@ class StopReason(str, enum.Enum):
     ERROR = "error"
 
 
-class ContentBlock:
-    """Base class of the content blocks a :class:`Message` holds.
-
-    ``ContentBlock.from_dict(d)`` dispatches on ``d["type"]`` through the
-    registry of known block classes.
-    """
-
-    __slots__ = ()
-
-    #: The ``type`` tag written by ``to_dict()``.
-    type: ClassVar[str] = ""
-    _registry: ClassVar[Dict[str, type]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        ContentBlock._registry[cls.type] = cls
-
-    def to_dict(self) -> Dict[str, Any]:
-        """Return a JSON-ready dict with a ``type`` tag."""
-        data = attrs.asdict(self, recurse=False)  # type: ignore[arg-type]
-        return {"type": self.type, **data}
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> ContentBlock:
-        """Build the block that ``data["type"]`` names.
-
-        Raises:
-            ValueError: the type tag is missing or unknown.
-        """
-        block_cls = ContentBlock._registry.get(data.get("type", ""))
-        if block_cls is None or (cls is not ContentBlock and block_cls is not cls):
-            raise ValueError(f"unknown content block type: {data.get('type')!r}")
-        fields = {k: v for k, v in data.items() if k != "type"}
-        return block_cls(**fields)
-
-
 @attrs.frozen
 class TextBlock(ContentBlock):
     """Plain text."""
@@ -107,14 +73,48 @@ class ToolUseBlock(ContentBlock):
     input: Union[Dict[str, Any], str] = attrs.field(factory=dict)
 
 
+#: Block types a tool result may hold besides text.
+_TOOL_RESULT_TAGS = ("text", "image")
+
+
+def _tool_result_content(content: Any) -> Union[str, Tuple[ContentBlock, ...]]:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, ContentBlock):
+        content = (content,)
+    blocks = tuple(ContentBlock.from_dict(b) if isinstance(b, dict) else b for b in content)
+    for block in blocks:
+        if not isinstance(block, ContentBlock) or block.type not in _TOOL_RESULT_TAGS:
+            raise TypeError(
+                f"tool result content must be a str or TextBlock / ImageBlock blocks, got {type(block).__name__}"
+            )
+    return blocks
+
+
 @attrs.frozen
 class ToolResultBlock(ContentBlock):
-    """The result of a tool call, sent back to the model."""
+    """The result of a tool call, sent back to the model.
+
+    ``content`` is a str, or a tuple of :class:`TextBlock` and
+    :class:`~agcore_sync.llm.media.ImageBlock` (a list is stored as a tuple).
+    """
 
     type: ClassVar[str] = "tool_result"
     tool_use_id: str
-    content: str
+    content: Union[str, Tuple[ContentBlock, ...]] = attrs.field(converter=_tool_result_content)
     is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The content as text: the str itself, or the text blocks joined with no separator."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Return a JSON-ready dict (block content as a list of block dicts)."""
+        content = self.content if isinstance(self.content, str) else [b.to_dict() for b in self.content]
+        return {"type": self.type, "tool_use_id": self.tool_use_id, "content": content, "is_error": self.is_error}
 
 
 @attrs.frozen
@@ -151,9 +151,13 @@ class Message:
     content: Tuple[ContentBlock, ...] = attrs.field(converter=_to_blocks, factory=tuple)
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        """Return a user message holding ``text``."""
-        return cls(Role.USER, (TextBlock(text),))
+    def user(cls, text: str, *blocks: ContentBlock) -> Message:
+        """Return a user message holding ``text``, then ``blocks`` (images, documents...).
+
+        An empty ``text`` with blocks adds no text block (APIs refuse empty text).
+        """
+        head = (TextBlock(text),) if text or not blocks else ()
+        return cls(Role.USER, (*head, *blocks))
 
     @classmethod
     def assistant(cls, text: str) -> Message:
@@ -161,8 +165,10 @@ class Message:
         return cls(Role.ASSISTANT, (TextBlock(text),))
 
     @classmethod
-    def tool_result(cls, tool_use_id: str, content: str, is_error: bool = False) -> Message:
-        """Return a ``tool`` message answering the tool call ``tool_use_id``."""
+    def tool_result(
+        cls, tool_use_id: str, content: Union[str, Tuple[ContentBlock, ...]], is_error: bool = False
+    ) -> Message:
+        """Return a ``tool`` message answering the tool call ``tool_use_id`` (content: str or blocks)."""
         return cls(Role.TOOL, (ToolResultBlock(tool_use_id, content, is_error),))
 
     @property

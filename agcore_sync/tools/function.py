@@ -19,8 +19,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import attrs
 
-from agcore_sync.tools._docstring import parse_docstring
-from agcore_sync.tools._schema import SchemaBuilder, with_details
+from agcore_sync.llm._docstring import parse_docstring
+from agcore_sync.llm._schema_from_type import SchemaBuilder, with_details
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.permission import Permission
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from agcore_sync.llm import events as events_module
+from agcore_sync.llm import media as media_module
 from agcore_sync.llm import types as types_module
 from agcore_sync.llm.events import (
     ContentBlockEnd,
@@ -24,6 +25,7 @@ from agcore_sync.llm.events import (
     ToolExecutionCompleted,
     ToolExecutionStarted,
 )
+from agcore_sync.llm.media import DocumentBlock, ImageBlock
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.llm.types import (
     ContentBlock,
@@ -54,6 +56,8 @@ SAMPLES = {
     TextBlock: TextBlock("hi"),
     ToolUseBlock: ToolUseBlock("c1", "add", {"a": 1}),
     ToolResultBlock: ToolResultBlock("c1", "3", is_error=True),
+    ImageBlock: ImageBlock("image/png", data="iVBORw0KGgo="),
+    DocumentBlock: DocumentBlock("text/plain", text="Terms é€", title="terms.txt"),
     ThinkingBlock: ThinkingBlock("", redacted_data="opaque"),
     Message: Message.tool_result("c1", "42"),
     ToolDef: ToolDef("add", "Add two numbers.", {"type": "object", "properties": {"a": {"type": "integer"}}}),
@@ -90,7 +94,7 @@ def _public_classes(module):
 
 
 def test_every_serialisable_class_has_a_sample_so_none_can_be_forgotten():
-    classes = _public_classes(types_module) | _public_classes(events_module)
+    classes = _public_classes(types_module) | _public_classes(events_module) | _public_classes(media_module)
     missing = {c.__name__ for c in classes} - {c.__name__ for c in SAMPLES}
     assert not missing
 
@@ -124,7 +128,7 @@ def test_an_unknown_type_tag_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown stream event type"):
         StreamEvent.from_dict({"type": "nope"})
     with pytest.raises(ValueError, match="unknown content block type"):
-        ContentBlock.from_dict({"type": "image"})
+        ContentBlock.from_dict({"type": "video"})
 
 
 def test_the_error_event_writes_its_exception_as_class_and_message_and_ignores_it_in_equality():
@@ -166,3 +170,16 @@ def test_tool_choice_accepts_the_three_modes_or_a_named_tool_only():
 def test_response_reports_tool_calls():
     assert RESPONSE.has_tool_calls
     assert not MessageResponse("i", "m", Message.assistant("x"), "stop").has_tool_calls
+
+
+@pytest.mark.parametrize("block", [
+    ToolResultBlock("c1", [TextBlock("a chart:"), ImageBlock("image/png", data="iVBORw0KGgo=")]),
+    ImageBlock.from_url("https://example.com/a.png"),
+    ImageBlock(None, url="https://example.com/picture"),
+    DocumentBlock("application/pdf", data="JVBERi0=", title="spec"),
+    DocumentBlock("application/pdf", url="https://example.com/spec.pdf"),
+    Message.user("What is in these?", ImageBlock("image/gif", data="R0lGODlh"), DocumentBlock("text/plain", text="x")),
+], ids=["tool result with blocks", "image url", "image url without type", "pdf data", "pdf url", "user message"])
+def test_media_and_block_content_survive_json(block):
+    data = json.loads(json.dumps(block.to_dict()))
+    assert type(block).from_dict(data) == block

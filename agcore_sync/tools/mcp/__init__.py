@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from agcore_sync.tools.mcp.adapter import McpTool
+from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller
 from agcore_sync.tools.mcp.client import McpClient, McpToolResult
 from agcore_sync.tools.mcp.http import HttpTransport
 from agcore_sync.tools.mcp.restart import RestartPolicy
@@ -16,6 +16,7 @@ __all__ = [
     "McpClient",
     "McpToolResult",
     "McpTool",
+    "McpToolCaller",
     "Transport",
     "StdioTransport",
     "HttpTransport",

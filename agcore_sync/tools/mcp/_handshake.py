@@ -152,7 +152,7 @@ class _Session:
         return Agreement(
             version=proto.MODERN_VERSION,
             server_info=info if isinstance(info, dict) else None,
-            capabilities=_dict_or_empty(result.get("capabilities")),
+            capabilities=proto.object_or_empty(result.get("capabilities")),
             instructions=result.get("instructions"),
             request_meta=proto.modern_meta(proto.MODERN_VERSION, self.client_info, self.capabilities),
         )
@@ -172,10 +172,7 @@ class _Session:
         return Agreement(
             version=version,
             server_info=info if isinstance(info, dict) else None,
-            capabilities=_dict_or_empty(result.get("capabilities")),
+            capabilities=proto.object_or_empty(result.get("capabilities")),
             instructions=result.get("instructions"),
         )
 
-
-def _dict_or_empty(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}

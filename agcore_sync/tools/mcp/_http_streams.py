@@ -3,11 +3,15 @@
 One idea: an SSE stream the server opened (a POST's answer, or the GET
 stream) read on its own thread until it ends, and resumed after a cut. A
 reader thread (``agcore-mcp-sse-<n>`` / ``agcore-mcp-get-<n>``, daemons)
-parses bytes as they arrive with :class:`~agcore_sync._http.sse.SseParser`
-over ``read1``, delivers each JSON-RPC message, keeps the last event id and
-the ``retry`` the server announced, and after a cut waits that long through
-the stream's cancel Event before a GET with ``Last-Event-ID``. Stopping a
-stream shuts its socket down, which is what wakes a blocked read.
+reads the body with the shared :class:`~agcore_sync._http.body.BodyReader`
+and parses bytes as they arrive with :class:`~agcore_sync._http.sse.SseParser`,
+delivers each JSON-RPC message, keeps the last event id and the ``retry`` the
+server announced, and after a cut waits that long through the stream's
+cancel Event before a GET with ``Last-Event-ID``. Stopping a stream shuts its
+socket down, which is what wakes a blocked read. A stream that ended (or
+whose response has arrived, after which the server ends it) gives its
+connection back to the session's pool, as the providers' streams do; a cut or
+stopped one closes it.
 
 The transport owns these threads; :class:`StreamReading` is the part of it
 that runs them (a mixin, so the transport module stays about sending).
@@ -19,14 +23,14 @@ import abc
 import itertools
 import json
 import logging
-import socket
 import threading
 import time
 from typing import Any, Dict, List, Optional, Set
 
 import requests
-import urllib3.exceptions
 
+from agcore_sync._http.body import READ_TIMEOUTS, TRANSPORT_ERRORS, BodyReader
+from agcore_sync._http.connection import abort, close_quietly, socket_of
 from agcore_sync._http.sse import SseEvent, SseParser
 from agcore_sync.tools.error import McpConnectionError
 
@@ -43,8 +47,6 @@ LISTEN_READY_TIMEOUT = 2.0
 DEFAULT_RECONNECT_DELAY = 1.0
 #: Reconnections in a row that may bring no event before a stream is given up.
 MAX_EMPTY_RECONNECTS = 5
-#: The most one ``read1`` takes off the socket (SSE bytes reach the parser per read).
-READ_SIZE = 65536
 #: The JSON-RPC code of the error delivered for a request whose stream was
 #: lost for good (the SDKs' "connection closed" code).
 CONNECTION_CLOSED = -32000
@@ -52,10 +54,6 @@ CONNECTION_CLOSED = -32000
 _ACCEPT_GET = "text/event-stream"
 _thread_ids = itertools.count(1)
 
-#: What ``requests`` and the layers under it raise when the network fails.
-TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
-# What a read that outlasts the socket timeout raises, depending on the layer.
-_READ_TIMEOUTS = (urllib3.exceptions.ReadTimeoutError, requests.Timeout, socket.timeout)
 
 
 class _GiveUp(Exception):
@@ -97,54 +95,11 @@ class Stream:
         with self._lock:
             response = self._response
         if response is not None:
-            _abort(response)
+            abort(response)
 
     def expired(self) -> bool:
         """Whether the request's timeout has passed (never, without one)."""
         return self.deadline is not None and time.monotonic() >= self.deadline
-
-
-def _socket_of(response: requests.Response) -> Optional[socket.socket]:
-    raw = response.raw
-    connection = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is None:  # older urllib3: reach the socket through http.client's file
-        buffered = getattr(getattr(raw, "_fp", None), "fp", None)
-        sock = getattr(getattr(buffered, "raw", None), "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
-
-
-def _abort(response: requests.Response) -> None:
-    """Unblock the thread reading ``response`` by shutting its socket down.
-
-    Closing the response from here instead would race with the reader inside
-    ``http.client`` (and ``close()`` alone does not wake a blocked ``recv``);
-    after a shutdown the reader sees end of input and closes the response.
-    """
-    sock = _socket_of(response)
-    if sock is None:
-        close_quietly(response)
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
-def drain(response: requests.Response) -> None:
-    """Read a short body to its end so the connection goes back to the pool."""
-    try:
-        response.content  # noqa: B018 - reading is the point
-    except TRANSPORT_ERRORS:
-        pass
-
-
-def close_quietly(response: requests.Response) -> None:
-    """Close ``response``, ignoring the errors a broken connection raises."""
-    try:
-        response.close()
-    except Exception:  # noqa: BLE001 - closing a broken response is best effort
-        pass
 
 
 def _is_response_to(message: Any, request_id: Any) -> bool:
@@ -329,40 +284,44 @@ class StreamReading(abc.ABC):
             if not stream.attach(response):
                 return None
             if stream.deadline is None:
-                sock = _socket_of(response)
+                sock = socket_of(response)
                 if sock is not None:
                     sock.settimeout(None)  # a stream may be quiet for a long time
             return response
 
     def _pump(self, stream: Stream, response: requests.Response) -> bool:
-        """Read ``response`` to its end (or the stream's answer); True if any event came."""
+        """Read ``response`` to its end (or the stream's answer); True if any event came.
+
+        A body that ended, or whose stream has its answer (the server ends it
+        right after), gives its connection back; a cut or stopped one closes it.
+        """
         if not stream.attach(response):
             return False
+        reader = BodyReader(response)
         parser = SseParser()
         got_events = False
         try:
-            for chunk in self._chunks(response):
+            for chunk in reader:
                 for event in parser.feed(chunk):
                     got_events = True
-                    self._on_event(stream, event)
-                    if stream.answered:
+                    if self._on_event(stream, event, reader):
                         return got_events
             for event in parser.close():
                 got_events = True
-                self._on_event(stream, event)
+                self._on_event(stream, event, reader)
         except Exception as exc:  # noqa: BLE001 - see below
             # A stopped stream fails in whatever way the shut-down socket
             # makes http.client fail; anything else than a transport error
             # on a live stream is a bug for _reader_main to report.
             if not stream.cancel.is_set() and not isinstance(exc, TRANSPORT_ERRORS):
                 raise
-            if isinstance(exc, _READ_TIMEOUTS) and stream.deadline is not None:
+            if isinstance(exc, READ_TIMEOUTS) and stream.deadline is not None:
                 stream.timed_out = True
             if not stream.cancel.is_set():
                 logger.debug("MCP server at %s: SSE stream dropped: %s", self.url, exc)
         finally:
+            self._settle(stream, reader)
             stream.detach()
-            close_quietly(response)
             if parser.last_event_id:
                 stream.last_event_id = parser.last_event_id
             if parser.reconnection_time is not None:
@@ -370,32 +329,34 @@ class StreamReading(abc.ABC):
         return got_events
 
     @staticmethod
-    def _chunks(response: requests.Response) -> Any:
-        raw = response.raw
-        read1 = getattr(raw, "read1", None)
-        if read1 is None:  # urllib3 < 2.3
-            yield from response.iter_content(chunk_size=None)
-            return
-        while True:
-            chunk = read1(READ_SIZE, decode_content=True)
-            if not chunk:
-                return
-            yield chunk
+    def _settle(stream: Stream, reader: BodyReader) -> None:
+        """Give the connection back if the body is complete, else close it (the first call decides)."""
+        # Done while the response is still attached, so stop() can cut a slow drain short.
+        if (reader.ended or stream.answered) and not stream.cancel.is_set():
+            reader.release()
+        else:
+            reader.discard()
 
-    def _on_event(self, stream: Stream, event: SseEvent) -> None:
+    def _on_event(self, stream: Stream, event: SseEvent, reader: BodyReader) -> bool:
+        """Deliver the messages of one event; True once the stream's answer is delivered."""
         if event.id:
             stream.last_event_id = event.id
         if event.retry is not None:
             stream.retry_ms = event.retry
         if event.event != "message" or not event.data.strip():
-            return  # a priming event (id, empty data) or a type MCP does not use
+            return False  # a priming event (id, empty data) or a type MCP does not use
         try:
             decoded = json.loads(event.data)
         except ValueError:
             logger.warning("MCP server at %s sent an SSE event that is not JSON; skipped", self.url)
-            return
+            return False
         items: List[Any] = decoded if isinstance(decoded, list) else [decoded]
         for item in items:
             if stream.request_id is not None and _is_response_to(item, stream.request_id):
                 stream.answered = True
+                # The server ends the stream after the answer: drain it and give
+                # the connection back before the answer wakes its caller, whose
+                # next request then finds the connection in the pool.
+                self._settle(stream, reader)
             self._deliver(item)
+        return stream.answered

@@ -9,17 +9,25 @@ The same worker runs the client's restarts of a crashed server
 (:meth:`ServerResponder.run`), in queue order with the server's messages.
 The worker is a daemon, so a forgotten client never blocks interpreter
 exit; the client's ``close()`` stops and joins it through :meth:`close`.
+
+Context: each server message is handled (the user's handlers called, the
+server's log records emitted) in a fresh copy of the ``contextvars`` context
+given to :meth:`ServerResponder.use_context`, which the client takes on the
+thread that calls ``connect()``. A fresh copy per message, so a variable one
+handler sets is not seen by the next; the restart jobs are the client's own
+work and run outside it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import logging
 import queue
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
-from agcore_sync.tools.error import McpError
+from agcore_sync.tools.error import McpError, McpNotInitializedError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 
@@ -32,6 +40,14 @@ logger = logging.getLogger("agcore_sync.mcp")
 WORKER_JOIN_TIMEOUT = 5.0
 #: How often the idle worker wakes to check that the client is still open.
 WORKER_POLL_INTERVAL = 0.5
+#: Most ``input_required`` rounds one 2026-07-28 call may take before the
+#: client gives up (the SDKs use 10 too).
+MAX_INPUT_ROUNDS = 10
+#: First pause before retrying an ``input_required`` result that carries only
+#: ``requestState``; it doubles up to :data:`INPUT_RETRY_MAX_DELAY`.
+INPUT_RETRY_DELAY = 0.05
+#: Longest pause between state-only ``input_required`` retries.
+INPUT_RETRY_MAX_DELAY = 0.25
 
 _worker_numbers = itertools.count(1)
 
@@ -71,9 +87,16 @@ class ServerResponder:
         self._sampling_handler = sampling_handler
         self._on_progress = on_progress
         self._lock = threading.Lock()
+        # Copied for each message; replaced by use_context() before the
+        # first message can arrive.
+        self._context = contextvars.copy_context()
         self._worker: Optional[threading.Thread] = None
         # Server messages (dicts), jobs (callables), or None: close()'s sentinel.
         self._queue: queue.Queue[Any] = queue.Queue()
+
+    def use_context(self, context: contextvars.Context) -> None:
+        """Handle every later server message in a fresh copy of ``context`` (the caller's of ``connect()``)."""
+        self._context = context
 
     def submit(self, message: Dict[str, Any]) -> None:
         """Queue a server request or notification; called on the reader thread, never blocks."""
@@ -130,6 +153,51 @@ class ServerResponder:
             return _checked(self._sampling_handler(params), method)
         raise McpError(f"Method not found: {method}", code=jsonrpc.METHOD_NOT_FOUND)
 
+    def settle_input_required(
+        self,
+        result: Dict[str, Any],
+        params: Dict[str, Any],
+        retry: Callable[[Dict[str, Any]], Dict[str, Any]],
+        tool_name: str,
+    ) -> Dict[str, Any]:
+        """Answer a 2026-07-28 call's ``input_required`` results until it gives a final one; on the calling thread.
+
+        Each round answers the ``inputRequests`` through the handlers (or,
+        with only ``requestState``, waits a doubling pause on the cancel
+        Event) and calls ``retry`` with ``params`` plus the answers and the
+        state.
+
+        Raises:
+            McpError: more than :data:`MAX_INPUT_ROUNDS` rounds, or an input
+                request this client cannot answer.
+            McpNotInitializedError: the client was closed during a pause.
+        """
+        delay = INPUT_RETRY_DELAY
+        rounds = 0
+        while result.get("resultType") == "input_required":
+            rounds += 1
+            if rounds > MAX_INPUT_ROUNDS:
+                raise McpError(
+                    f"MCP server {self.server_name!r} still asked for input after {MAX_INPUT_ROUNDS} rounds "
+                    f"of tool {tool_name!r}",
+                    tool_name=tool_name,
+                )
+            again = dict(params)
+            requests = result.get("inputRequests")
+            if isinstance(requests, dict) and requests:
+                again["inputResponses"] = {
+                    key: self.answer_input_request(request, tool_name) for key, request in requests.items()
+                }
+                delay = INPUT_RETRY_DELAY
+            elif self._cancel.wait(delay):
+                raise McpNotInitializedError(f"MCP client for {self.server_name!r} was closed", tool_name=tool_name)
+            else:
+                delay = min(delay * 2, INPUT_RETRY_MAX_DELAY)
+            if "requestState" in result:
+                again["requestState"] = result["requestState"]
+            result = retry(again)
+        return result
+
     def answer_input_request(self, request: Any, tool_name: str) -> Dict[str, Any]:
         """Answer one entry of a 2026-07-28 ``inputRequests`` map, on the calling thread.
 
@@ -143,7 +211,7 @@ class ServerResponder:
             )
         method = request["method"]
         try:
-            return self.serve(method, _dict_or_empty(request.get("params")))
+            return self.serve(method, proto.object_or_empty(request.get("params")))
         except McpError as exc:
             raise McpError(
                 f"MCP server {self.server_name!r} needs {method} for tool {tool_name!r}, "
@@ -171,18 +239,21 @@ class ServerResponder:
                 except Exception:  # noqa: BLE001 - the worker must outlive one failed job
                     logger.exception("a job of the MCP client of %r failed", self.server_name)
                 continue
-            try:
-                if "id" in message:
-                    if not self._cancel.is_set():  # no one to answer after close()
-                        self._answer(message)
-                else:
-                    self._notice(message)
-            except Exception:  # noqa: BLE001 - the worker must outlive one bad message
-                logger.exception("handling %r from MCP server %r failed", message.get("method"), self.server_name)
+            self._context.copy().run(self._handle, message)
+
+    def _handle(self, message: Dict[str, Any]) -> None:
+        try:
+            if "id" in message:
+                if not self._cancel.is_set():  # no one to answer after close()
+                    self._answer(message)
+            else:
+                self._notice(message)
+        except Exception:  # noqa: BLE001 - the worker must outlive one bad message
+            logger.exception("handling %r from MCP server %r failed", message.get("method"), self.server_name)
 
     def _notice(self, message: Dict[str, Any]) -> None:
         method = message["method"]
-        params = _dict_or_empty(message.get("params"))
+        params = proto.object_or_empty(message.get("params"))
         if method == "notifications/progress":
             if self._on_progress is not None:
                 self._on_progress(params)
@@ -199,7 +270,7 @@ class ServerResponder:
         request_id = message["id"]
         method = message["method"]
         try:
-            result = self.serve(method, _dict_or_empty(message.get("params")))
+            result = self.serve(method, proto.object_or_empty(message.get("params")))
         except McpError as exc:
             reply = jsonrpc.error_response(request_id, exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
         except Exception as exc:  # noqa: BLE001 - a failing handler becomes an error answer
@@ -218,6 +289,3 @@ def _checked(result: Any, method: str) -> Dict[str, Any]:
         raise TypeError(f"the {method} handler returned {type(result).__name__}, not a dict")
     return result
 
-
-def _dict_or_empty(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}

@@ -6,30 +6,49 @@ Build them with :meth:`McpClient.into_tools
 client, it does not own it: close the client when the tools are no longer
 needed.
 
+The adapter needs only "something that can call a tool",
+:class:`McpToolCaller`, so it does not import the client module (the client
+imports this one for ``into_tools``): imports inside ``tools/mcp`` run one way.
+
 .. versionadded:: 0.1.0
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Protocol, Sequence
 
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import McpConnectionError, ToolExecutionError
+from agcore_sync.tools.mcp._result import McpToolResult
 
-if TYPE_CHECKING:
-    from agcore_sync.tools.mcp.client import McpClient
-
-__all__ = ["McpTool"]
+__all__ = ["McpTool", "McpToolCaller"]
 
 logger = logging.getLogger("agcore_sync.mcp")
 
 
+class McpToolCaller(Protocol):
+    """What an :class:`McpTool` calls through: an :class:`~agcore_sync.tools.mcp.client.McpClient`, or a double.
+
+    .. versionadded:: 0.1.0
+    """
+
+    #: The server's name, for errors and ``repr``.
+    server_name: str
+
+    def call_tool(
+        self, name: str, args: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None
+    ) -> McpToolResult:
+        """Call the server's tool ``name`` with ``args`` and return its result (``isError`` included)."""
+
+
 class McpTool(BaseTool):
-    """Call one tool of an MCP server through its :class:`McpClient`.
+    """Call one tool of an MCP server through its client.
 
     Args:
-        client: the connected client the calls go through.
+        client: the connected client the calls go through (an
+            :class:`~agcore_sync.tools.mcp.client.McpClient`, or anything
+            that is an :class:`McpToolCaller`).
         tool: the tool as ``tools/list`` described it (``name``,
             ``description``, ``inputSchema``).
         prefix: prepended verbatim to the name the model sees (None: the
@@ -54,7 +73,7 @@ class McpTool(BaseTool):
 
     def __init__(
         self,
-        client: McpClient,
+        client: McpToolCaller,
         tool: Mapping[str, Any],
         *,
         prefix: Optional[str] = None,

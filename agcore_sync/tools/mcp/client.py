@@ -13,47 +13,52 @@ and passes everything else to the client's
 thread (``agcore-mcp-worker-<n>``, a daemon started when first needed)
 answers server requests and runs the user's callbacks. ``close()`` stops
 and joins every thread the client owns, through the transport and the
-responder.
+responder. The callbacks (``sampling_handler``, ``elicitation_handler``,
+``on_progress``) and the answers to ``roots/list`` run there in a copy of
+the ``contextvars`` context of the thread that called ``connect()``, taken
+when it was called (a fresh copy of it for each server message).
 
-Restart (``McpClient(restart=RestartPolicy(...))``, restartable transports
-only, i.e. stdio): when the server goes away, every pending call fails at
-once with :class:`McpConnectionError`, as without a policy. The reader's
-``on_closed`` only queues the restart on the responder's worker and
-returns; the worker waits the backoff on the client's cancel Event, calls
-``transport.start()`` again (which stops what is left of the old process
-and starts a new one), runs the handshake, drops the tools cache and opens
-the gate. Calls made meanwhile wait at that gate for at most their own
-timeout, then go to the new process (or fail with
-:class:`McpConnectionError`). Restarts are counted from the last call the
-server answered; after ``max_restarts`` of them with no answer in between,
-the client gives up and every call fails at once. ``close()`` during a
-restart sets the cancel Event (ending a backoff), fails the handshake's
-pending request, stops the transport and joins the worker.
+The client composes small objects it owns, each in its own module: the
+``PendingTable`` (``_pending.py``: one slot per request in flight, and
+whether the server is lost), the ``Requester`` (``_requests.py``: the one
+path every request takes), the ``Restarter`` (``_restart_runner.py``, only
+with a restart policy), the ``ToolsCache`` (``_tools.py``) and the
+``ServerResponder`` (``_responder.py``).
+
+Restart (``McpClient(restart=RestartPolicy(...))``, stdio only): when the
+server goes away every pending call fails at once with
+:class:`McpConnectionError`, as without a policy; the reader's ``on_closed``
+only queues the restarter's job on the worker, which waits the backoff on
+the client's cancel Event, starts the transport again, redoes the handshake,
+drops the tools cache and opens the gate that calls made meanwhile wait at
+(within their own timeout). ``close()`` during a restart ends the backoff,
+fails the handshake's request, stops the transport and joins the worker.
 
 .. versionadded:: 0.1.0
 """
 
 from __future__ import annotations
 
-import itertools
+import contextvars
+import functools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-import agcore_sync
+from agcore_sync._version import __version__
 from agcore_sync.llm.types import ToolDef
-from agcore_sync.tools.error import McpConnectionError, McpError, McpNotInitializedError
+from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
 from agcore_sync.tools.mcp import protocol as proto
-from agcore_sync.tools.mcp._handshake import negotiate
-from agcore_sync.tools.mcp._pending import _CLOSED, _CONNECTING, _NEW, _READY, _RequestMixin, _Slot
+from agcore_sync.tools.mcp._handshake import Agreement, negotiate
+from agcore_sync.tools.mcp._pending import PendingTable, copy_lost
+from agcore_sync.tools.mcp._requests import Requester
 from agcore_sync.tools.mcp._responder import ServerResponder
-from agcore_sync.tools.mcp._restart_runner import LOSS_REPORT_TIMEOUT, _RestartMixin  # noqa: F401 - re-exported
+from agcore_sync.tools.mcp._restart_runner import Restarter
 from agcore_sync.tools.mcp._result import McpToolResult
+from agcore_sync.tools.mcp._tools import Tools, ToolsCache, fetch_tools
+from agcore_sync.tools.mcp.adapter import McpTool
 from agcore_sync.tools.mcp.restart import RestartPolicy
 from agcore_sync.tools.mcp.transport import Transport
-
-if TYPE_CHECKING:
-    from agcore_sync.tools.mcp.adapter import McpTool
 
 __all__ = ["McpClient", "McpToolResult", "ElicitationHandler", "SamplingHandler", "ProgressHandler"]
 
@@ -68,19 +73,11 @@ SamplingHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
 #: ``on_progress(params)``: gets each ``notifications/progress`` params dict.
 ProgressHandler = Callable[[Dict[str, Any]], None]
 
-#: Most ``input_required`` rounds one 2026-07-28 call may take before the
-#: client gives up (the SDKs use 10 too).
-MAX_INPUT_ROUNDS = 10
-#: First pause before retrying an ``input_required`` result that carries only
-#: ``requestState``; it doubles up to :data:`INPUT_RETRY_MAX_DELAY`.
-INPUT_RETRY_DELAY = 0.05
-#: Longest pause between state-only ``input_required`` retries.
-INPUT_RETRY_MAX_DELAY = 0.25
-#: Most ``tools/list`` pages followed before the client decides the server loops.
-MAX_TOOL_PAGES = 1000
+# The client's lifecycle states (McpClient._state).
+_NEW, _CONNECTING, _READY, _CLOSED = "new", "connecting", "ready", "closed"
 
 
-class McpClient(_RestartMixin, _RequestMixin):
+class McpClient:
     """A client of one MCP server: handshake, tools, calls, server requests.
 
     Args:
@@ -90,7 +87,7 @@ class McpClient(_RestartMixin, _RequestMixin):
         timeout: seconds to wait for each answer (None: no limit). Also used
             for ``initialize``, which is never cancelled.
         client_info: ``clientInfo`` sent to the server (default
-            ``{"name": "agcore_sync", "version": agcore_sync.__version__}``).
+            ``{"name": "agcore_sync", "version": __version__}``).
         roots: ``{"uri": ..., "name": ...}`` dicts answered to ``roots/list``;
             None declines the capability (and ``roots/list`` gets -32601).
         elicitation_handler: answers ``elicitation/create``; see
@@ -155,7 +152,7 @@ class McpClient(_RestartMixin, _RequestMixin):
         self.transport = transport
         self.timeout = timeout
         self.protocol = protocol
-        default_info = {"name": "agcore_sync", "version": agcore_sync.__version__}
+        default_info = {"name": "agcore_sync", "version": __version__}
         self._client_info: Dict[str, Any] = dict(client_info) if client_info is not None else default_info
         self._roots = None if roots is None else [dict(root) for root in roots]
         self._on_progress = on_progress
@@ -164,40 +161,18 @@ class McpClient(_RestartMixin, _RequestMixin):
             sampling=sampling_handler is not None,
             elicitation=elicitation_handler is not None,
         )
-        self._ids = itertools.count(1)
-        self._pending: Dict[Any, _Slot] = {}
-        self._pending_lock = threading.Lock()
         # Guards _state transitions only; _connect_lock makes a second
         # connect() wait for the first.
         self._lifecycle_lock = threading.Lock()
         self._connect_lock = threading.Lock()
         self._state = _NEW
-        # Set when the server went away; cleared by a successful restart.
-        self._lost: Optional[McpConnectionError] = None
-        self._restart = restart
-        # Restart bookkeeping, all guarded by _pending_lock. _restarting is
-        # True from a loss until the restart job ends (back, given up or
-        # closed); _loss_count counts losses, so a restart notices its new
-        # process dying during the handshake; _generation counts processes.
-        self._restarting = False
-        self._loss_count = 0
-        self._generation = 0
-        self._restart_count = 0
-        self._restarts_since_success = 0
-        # Calls waiting for a restart wait on this (over _pending_lock).
-        self._reconnected = threading.Condition(self._pending_lock)
-        self._request_meta: Optional[Dict[str, Any]] = None
-        self._negotiated_version: Optional[str] = None
-        self._server_info: Optional[Dict[str, Any]] = None
-        self._server_capabilities: Dict[str, Any] = {}
-        self._instructions: Optional[str] = None
-        self._cache_lock = threading.Lock()
-        self._tools_generation = 0
-        self._tools_cache: Optional[Tuple[Dict[str, Any], ...]] = None
-        self._tools_expiry: Optional[float] = None
+        self._agreement: Optional[Agreement] = None
+        self._tools = ToolsCache()
         # The one cancel Event of this owner: set by close(), passed down to
-        # the responder's worker, waited on by the input_required backoff.
+        # the responder's worker and the restarter, waited on by the
+        # input_required backoff.
         self._cancel = threading.Event()
+        self._table = PendingTable(server_name)
         self._responder = ServerResponder(
             server_name,
             transport.send,
@@ -208,9 +183,22 @@ class McpClient(_RestartMixin, _RequestMixin):
             sampling_handler=sampling_handler,
             on_progress=on_progress,
         )
+        self._restarter: Optional[Restarter] = None
+        if restart is not None:
+            self._restarter = Restarter(
+                server_name,
+                restart,
+                self._table,
+                self._cancel,
+                reconnect=self._reconnect,
+                run=self._responder.run,
+                ready=lambda: self._state == _READY,
+                pid=lambda: getattr(transport, "pid", None),
+            )
+        self._requester = Requester(server_name, transport, self._table, self._restarter, notify_timeout=timeout)
 
     def __repr__(self) -> str:
-        return f"McpClient({self.server_name!r}, state={self._state}, version={self._negotiated_version})"
+        return f"McpClient({self.server_name!r}, state={self._state}, version={self.negotiated_version})"
 
     # -- lifecycle --------------------------------------------------------
 
@@ -224,32 +212,38 @@ class McpClient(_RestartMixin, _RequestMixin):
     @property
     def negotiated_version(self) -> Optional[str]:
         """The protocol version agreed with the server (None before ``connect()``)."""
-        return self._negotiated_version
+        agreement = self._agreement
+        return agreement.version if agreement is not None else None
 
     @property
     def server_info(self) -> Optional[Dict[str, Any]]:
         """The server's ``serverInfo`` (name, version, ...), or None if it sent none."""
-        return self._server_info
+        agreement = self._agreement
+        return agreement.server_info if agreement is not None else None
 
     @property
     def server_capabilities(self) -> Dict[str, Any]:
         """The capabilities the server declared."""
-        return self._server_capabilities
+        agreement = self._agreement
+        return agreement.capabilities if agreement is not None else {}
 
     @property
     def instructions(self) -> Optional[str]:
         """The server's ``instructions``, if any."""
-        return self._instructions
+        agreement = self._agreement
+        return agreement.instructions if agreement is not None else None
 
     @property
     def restart_policy(self) -> Optional[RestartPolicy]:
         """The restart policy given, or None."""
-        return self._restart
+        restarter = self._restarter
+        return restarter.policy if restarter is not None else None
 
     @property
     def restart_count(self) -> int:
         """How many times the server was restarted successfully (handshake done) so far."""
-        return self._restart_count
+        restarter = self._restarter
+        return restarter.restart_count if restarter is not None else 0
 
     def connect(self) -> McpClient:
         """Start the transport and run the version handshake; a no-op once connected.
@@ -273,11 +267,13 @@ class McpClient(_RestartMixin, _RequestMixin):
                         f"MCP client for {self.server_name!r} is {self._state}; create a new McpClient to reconnect"
                     )
                 self._state = _CONNECTING
+            # Server requests are answered in a copy of this thread's context.
+            self._responder.use_context(contextvars.copy_context())
             try:
                 self.transport.start(self._on_message, self._on_closed)
                 agreement = negotiate(
                     self.protocol,
-                    self._request,
+                    self._requester.request,
                     self.transport,
                     server_name=self.server_name,
                     client_info=self._client_info,
@@ -294,12 +290,10 @@ class McpClient(_RestartMixin, _RequestMixin):
                     raise McpNotInitializedError(f"MCP client for {self.server_name!r} was closed while connecting")
                 self._state = _READY
             # A loss between the handshake and _READY did not start a restart
-            # (_on_closed restarts only a ready client): start it here.
-            with self._pending_lock:
-                restart = self._lost is not None and self._claim_restart()
-            if restart:
-                self._responder.run(self._restart_loop)
-        logger.debug("connected to MCP server %r (protocol %s)", self.server_name, self._negotiated_version)
+            # (the restarter restarts only a ready client): start it here.
+            if self._restarter is not None:
+                self._restarter.resume()
+        logger.debug("connected to MCP server %r (protocol %s)", self.server_name, self.negotiated_version)
         return self
 
     def close(self) -> None:
@@ -315,9 +309,9 @@ class McpClient(_RestartMixin, _RequestMixin):
                 return
             self._state = _CLOSED
         self._cancel.set()
-        with self._pending_lock:
-            self._reconnected.notify_all()  # calls waiting for a restart
-        self._fail_pending(McpConnectionError(f"MCP client for {self.server_name!r} was closed"))
+        if self._restarter is not None:
+            self._restarter.wake()  # calls waiting for a restart
+        self._table.fail_all(McpConnectionError(f"MCP client for {self.server_name!r} was closed"))
         try:
             self.transport.close()
         except Exception:  # noqa: BLE001 - close must finish its other steps
@@ -346,40 +340,16 @@ class McpClient(_RestartMixin, _RequestMixin):
             for tool in self._tool_dicts()
         ]
 
-    def _tool_dicts(self) -> Tuple[Dict[str, Any], ...]:
+    def _tool_dicts(self) -> Tools:
         self._check_ready()
-        with self._cache_lock:
-            cached, generation = self._tools_cache, self._tools_generation
-            if cached is not None and (self._tools_expiry is None or proto.now() < self._tools_expiry):
-                return cached
-        tools: List[Dict[str, Any]] = []
-        cursor: Optional[str] = None
-        seen = set()
-        ttl_ms: Optional[float] = None
-        for _ in range(MAX_TOOL_PAGES):
-            params = {"cursor": cursor} if cursor is not None else None
-            result = self._request("tools/list", params, timeout=self.timeout)
-            page = result.get("tools")
-            tools.extend(tool for tool in (page if isinstance(page, list) else ()) if _is_tool(tool))
-            if self._request_meta is not None:
-                ttl = result.get("ttlMs")
-                ttl = ttl if isinstance(ttl, (int, float)) and ttl >= 0 else 0
-                ttl_ms = ttl if ttl_ms is None else min(ttl_ms, ttl)
-            cursor = result.get("nextCursor")
-            if not cursor:
-                break
-            if cursor in seen:
-                raise McpError(f"MCP server {self.server_name!r} repeated tools/list cursor {cursor!r}")
-            seen.add(cursor)
-        else:
-            raise McpError(f"MCP server {self.server_name!r} sent more than {MAX_TOOL_PAGES} tools/list pages")
-        found = tuple(tools)
-        with self._cache_lock:
-            # A list_changed that arrived while we were paging makes this list stale.
-            if self._tools_generation == generation:
-                self._tools_cache = found
-                self._tools_expiry = None if ttl_ms is None else proto.now() + ttl_ms / 1000.0
-        return found
+        cached, generation = self._tools.get()
+        if cached is not None:
+            return cached
+        modern = self._requester.request_meta is not None
+        tools, ttl_ms = fetch_tools(self._requester.request, self.server_name, timeout=self.timeout, modern=modern)
+        # A list_changed that arrived while we were paging makes this list stale.
+        self._tools.store(tools, generation, ttl_ms)
+        return tools
 
     def call_tool(
         self, name: str, args: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None
@@ -408,31 +378,13 @@ class McpClient(_RestartMixin, _RequestMixin):
         wait = self.timeout if timeout is None else timeout
         params: Dict[str, Any] = {"name": name, "arguments": dict(args or {})}
         progress = self._on_progress is not None
-        result = self._request("tools/call", params, timeout=wait, progress=progress, tool_name=name)
-        delay = INPUT_RETRY_DELAY
-        rounds = 0
-        while result.get("resultType") == "input_required":
-            rounds += 1
-            if rounds > MAX_INPUT_ROUNDS:
-                raise McpError(
-                    f"MCP server {self.server_name!r} still asked for input after {MAX_INPUT_ROUNDS} rounds "
-                    f"of tool {name!r}",
-                    tool_name=name,
-                )
-            retry = dict(params)
-            requests = result.get("inputRequests")
-            if isinstance(requests, dict) and requests:
-                retry["inputResponses"] = {
-                    key: self._responder.answer_input_request(request, name) for key, request in requests.items()
-                }
-                delay = INPUT_RETRY_DELAY
-            elif self._cancel.wait(delay):
-                raise McpNotInitializedError(f"MCP client for {self.server_name!r} was closed", tool_name=name)
-            else:
-                delay = min(delay * 2, INPUT_RETRY_MAX_DELAY)
-            if "requestState" in result:
-                retry["requestState"] = result["requestState"]
-            result = self._request("tools/call", retry, timeout=wait, progress=progress, tool_name=name)
+        result = self._requester.request("tools/call", params, timeout=wait, progress=progress, tool_name=name)
+        if result.get("resultType") == "input_required":
+
+            def retry(again: Dict[str, Any]) -> Dict[str, Any]:
+                return self._requester.request("tools/call", again, timeout=wait, progress=progress, tool_name=name)
+
+            result = self._responder.settle_input_required(result, params, retry, name)
         return McpToolResult.from_result(result)
 
     def into_tools(
@@ -457,8 +409,6 @@ class McpClient(_RestartMixin, _RequestMixin):
             ValueError: ``idempotent`` names a tool the server does not have.
             TypeError: ``idempotent`` is a single string, not a sequence of names.
         """
-        from agcore_sync.tools.mcp.adapter import McpTool
-
         if isinstance(idempotent, str):
             raise TypeError("idempotent must be a sequence of tool names, not a single string")
         tools = self._tool_dicts()
@@ -473,17 +423,67 @@ class McpClient(_RestartMixin, _RequestMixin):
             for tool in tools
         ]
 
-    def _adopt(self, agreement: Any) -> None:
-        self._negotiated_version = agreement.version
-        self._server_info = agreement.server_info
-        self._server_capabilities = agreement.capabilities
-        self._instructions = agreement.instructions
-        self._request_meta = agreement.request_meta
+    # -- the request path ---------------------------------------------------
 
+    def _check_ready(self, tool_name: Optional[str] = None) -> None:
+        state = self._state
+        if state == _READY:
+            lost = self._table.lost
+            if lost is not None and not (self._restarter is not None and self._restarter.restarting):
+                raise copy_lost(lost, tool_name=tool_name)
+            return  # while a restart runs, the request waits for it
+        if state == _CLOSED:
+            raise McpNotInitializedError(
+                f"MCP client for {self.server_name!r} is closed; create a new McpClient to reconnect"
+            )
+        raise McpNotInitializedError(
+            f"MCP client for {self.server_name!r} is not connected; call connect() or use it in a with block"
+        )
 
-def _dict_or_empty(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+    def _on_message(self, message: Dict[str, Any]) -> None:
+        """Route one server message; runs on the transport's reader thread and never blocks."""
+        if "method" not in message:
+            request_id = message.get("id")
+            # Only ints and strings are ids (bool is an int subclass, not an id).
+            if (type(request_id) is int or type(request_id) is str) and self._table.deliver(request_id, message):
+                return
+            logger.debug("dropped a response from %r to unknown or cancelled id %r", self.server_name, request_id)
+            return
+        if message["method"] == "notifications/tools/list_changed" and "id" not in message:
+            # Here, in wire order, so no later response can see the old list.
+            self._tools.invalidate()
+            return
+        self._responder.submit(message)
 
+    def _on_closed(self, error: McpConnectionError) -> None:
+        """Fail every pending call (and queue a restart); runs on the transport's reader (or a failed writer)."""
+        remedy = "restarting it" if self._restarter is not None else "create a new McpClient to reconnect"
+        lost = McpConnectionError(
+            f"MCP server {self.server_name!r} is gone: {error}; {remedy}",
+            exit_code=error.exit_code,
+            stderr_tail=error.stderr_tail,
+        )
+        logger.warning("%s", lost)
+        if self._restarter is not None:
+            self._restarter.lose(lost)
+        else:
+            self._table.lose(lost)
 
-def _is_tool(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("name"), str)
+    def _reconnect(self, epoch: int) -> None:
+        """Start the transport again and redo the handshake; the restarter's step, on the worker."""
+        self.transport.start(self._on_message, self._on_closed)
+        agreement = negotiate(
+            self.protocol,
+            functools.partial(self._requester.request, epoch=epoch),
+            self.transport,
+            server_name=self.server_name,
+            client_info=self._client_info,
+            capabilities=self._capabilities,
+            timeout=self.timeout,
+        )
+        self._adopt(agreement)
+        self._tools.invalidate()
+
+    def _adopt(self, agreement: Agreement) -> None:
+        self._requester.request_meta = agreement.request_meta
+        self._agreement = agreement

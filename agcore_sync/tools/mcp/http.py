@@ -65,8 +65,9 @@ import time
 from typing import Any, Dict, Mapping, Optional, Set
 
 import requests
-import requests.adapters
 
+from agcore_sync._http.body import TRANSPORT_ERRORS, release
+from agcore_sync._http.connection import close_quietly, new_session
 from agcore_sync.tools.error import McpConnectionError, McpError
 from agcore_sync.tools.mcp._http_streams import (
     CONNECT_TIMEOUT,
@@ -75,12 +76,9 @@ from agcore_sync.tools.mcp._http_streams import (
     GET_HEADERS_TIMEOUT,
     LISTEN_READY_TIMEOUT,
     MAX_EMPTY_RECONNECTS,
-    TRANSPORT_ERRORS,
     Stream,
     StreamReading,
-    close_quietly,
     content_type,
-    drain,
 )
 from agcore_sync.tools.mcp.auth import McpOAuth
 from agcore_sync.tools.mcp.jsonrpc import PARSE_ERROR
@@ -166,10 +164,7 @@ class HttpTransport(StreamReading, Transport):
         self._extra_headers: Dict[str, str] = dict(headers or {})
         self._owns_session = session is None
         if session is None:
-            session = requests.Session()
-            adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=POOL_SIZE)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
+            session = new_session(POOL_SIZE)
         self._session = session
         self._lock = threading.Lock()
         # Re-entrant: a handler that sends a request gets its JSON answer delivered
@@ -343,7 +338,7 @@ class HttpTransport(StreamReading, Transport):
         """Check the answer to a notification or response (202, no body)."""
         try:
             if response.status_code < 300:
-                drain(response)
+                release(response)
                 return
             error = self._status_error(response, what, had_session)
             raise McpError(error["message"], code=error["code"], data=error.get("data"))
@@ -362,8 +357,7 @@ class HttpTransport(StreamReading, Transport):
             return
         kind = content_type(response)
         if status == 202 or status == 204:
-            drain(response)  # the answer will come on the GET stream
-            close_quietly(response)
+            release(response)  # the answer will come on the GET stream
             return
         if kind == "text/event-stream":
             stream = Stream(request_id, deadline)
@@ -420,7 +414,7 @@ class HttpTransport(StreamReading, Transport):
             return
         if response.status_code >= 300 and response.status_code != 405:
             logger.debug("MCP server at %s answered DELETE with HTTP %s", self.url, response.status_code)
-        close_quietly(response)
+        release(response)
 
     def _stop_stream_of(self, params: Any) -> None:
         """After ``notifications/cancelled``: stop reading the cancelled request's stream."""

@@ -28,6 +28,7 @@ __all__ = [
     "client_capabilities",
     "modern_meta",
     "fill_elicitation_defaults",
+    "object_or_empty",
     "now",
 ]
 
@@ -111,6 +112,15 @@ def fill_elicitation_defaults(result: Dict[str, Any], params: Dict[str, Any]) ->
         if name not in filled and isinstance(spec, dict) and "default" in spec:
             filled[name] = spec["default"]
     return {**result, "content": filled}
+
+
+def object_or_empty(value: Any) -> Dict[str, Any]:
+    """Return ``value`` if it is a JSON object (a dict), else an empty dict.
+
+    Servers may send ``params``, ``capabilities`` and the like as anything;
+    the client reads them through this.
+    """
+    return value if isinstance(value, dict) else {}
 
 
 def now() -> float:

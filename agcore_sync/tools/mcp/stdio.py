@@ -8,7 +8,8 @@ order the MCP specification gives: close stdin, wait, SIGTERM the group, wait,
 SIGKILL the group, reap. Every wait is bounded by a named constant, so
 ``close()`` returns even for a server that ignores stdin EOF and SIGTERM, and
 no process of the group (a server behind ``npx`` or a shell wrapper included)
-survives it.
+survives it. The steps on the process group themselves (spawn, stop, reap)
+are in ``tools/mcp/_process.py``; this module owns the pipes and threads.
 
 The transport is restartable: a second :meth:`StdioTransport.start` (the
 client's restart after a crash) stops what is left of the previous process
@@ -25,15 +26,13 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import os
-import signal
 import subprocess
 import threading
-import time
 from typing import IO, Any, Deque, Dict, List, Mapping, Optional, Sequence
 
 from agcore_sync.tools.error import McpConnectionError
-from agcore_sync.tools.mcp import jsonrpc
+from agcore_sync.tools.mcp import _process, jsonrpc
+from agcore_sync.tools.mcp._process import FORCE_KILL_TIMEOUT, PROCESS_TERMINATION_TIMEOUT, SAFE_ENV_VARS
 from agcore_sync.tools.mcp.transport import ClosedHandler, MessageHandler, Transport
 
 __all__ = [
@@ -45,17 +44,9 @@ __all__ = [
 
 logger = logging.getLogger("agcore_sync.mcp")
 
-#: The parent's variables a server sees with ``inherit_env="safe"``: enough to
-#: find programs and a home directory, never API keys or tokens.
-SAFE_ENV_VARS = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG")
+# SAFE_ENV_VARS, PROCESS_TERMINATION_TIMEOUT and FORCE_KILL_TIMEOUT are
+# defined (and documented) in _process, which spawns and stops the server.
 
-#: Grace period for the server to exit on its own once its stdin is closed
-#: (the MCP specification's first shutdown step).
-PROCESS_TERMINATION_TIMEOUT = 2.0
-#: Time the process group gets to exit after SIGTERM before SIGKILL.
-FORCE_KILL_TIMEOUT = 2.0
-#: Time to reap the server after SIGKILL; only an unkillable process uses it up.
-KILL_REAP_TIMEOUT = 2.0
 #: Time close() waits for a thread stuck writing to stdin before it stops
 #: waiting and kills the server (which unblocks that writer with EPIPE).
 STDIN_CLOSE_TIMEOUT = 0.5
@@ -67,20 +58,15 @@ EXIT_CODE_TIMEOUT = 2.0
 STDERR_DRAIN_TIMEOUT = 1.0
 #: Bound on joining the reader and stderr threads in close().
 THREAD_JOIN_TIMEOUT = 2.0
-#: Interval between probes of the process group while it is being stopped.
-GROUP_POLL_INTERVAL = 0.01
 #: How many stderr lines ``stderr_tail`` keeps.
 STDERR_TAIL_LINES = 20
 #: Longest stderr line kept in the tail (a longer one is cut with a marker).
 STDERR_LINE_MAX_CHARS = 2000
 #: Chunk size the stderr drain reads with, so a huge line never sits whole in memory.
 _STDERR_READ_CHUNK = 65536
-# Buffer of the stdout pipe reader; lines longer than this still arrive whole.
-_STDOUT_BUFFER = 1 << 16
 
 _INHERIT_MODES = ("safe", "all", "none")
 _thread_numbers = itertools.count(1)
-_pause = threading.Event()
 
 
 class _Run:
@@ -147,7 +133,7 @@ class StdioTransport(Transport):
         self.args = tuple(args)
         self.cwd = cwd
         self.inherit_env = inherit_env
-        self._env = _child_environment(inherit_env, env)
+        self._env = _process.child_environment(inherit_env, env)
         # The current server process (None before start()); replaced by a restart.
         self._run: Optional[_Run] = None
         self._state_lock = threading.Lock()
@@ -210,16 +196,7 @@ class StdioTransport(Transport):
             if self._run is not old:
                 raise McpConnectionError(f"the stdio transport for {self.command!r} was started twice at once")
             try:
-                proc = subprocess.Popen(
-                    [self.command, *self.args],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=self._env,
-                    cwd=self.cwd,
-                    start_new_session=True,
-                    bufsize=_STDOUT_BUFFER,
-                )
+                proc = _process.spawn(self.command, self.args, self._env, self.cwd)
             except (OSError, ValueError, subprocess.SubprocessError) as exc:
                 raise McpConnectionError(f"could not start MCP server {self.command!r}: {exc}") from exc
             run = _Run(proc)
@@ -346,16 +323,7 @@ class StdioTransport(Transport):
 
     def _stop_process(self, run: _Run) -> None:
         proc = run.proc
-        self._close_stdin(run)
-        try:
-            proc.wait(PROCESS_TERMINATION_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            logger.debug("MCP server %r (pid %d) did not exit on stdin EOF; terminating it", self.command, proc.pid)
-        self._stop_group(proc)
-        try:
-            proc.wait(KILL_REAP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            logger.warning("MCP server %r (pid %d) survived SIGKILL; abandoning it", self.command, proc.pid)
+        _process.stop(proc, lambda: self._close_stdin(run), self.command)
         for thread in run.threads:
             if thread is not threading.current_thread():
                 thread.join(THREAD_JOIN_TIMEOUT)
@@ -383,55 +351,6 @@ class StdioTransport(Transport):
             pass
         finally:
             run.write_lock.release()
-
-    def _stop_group(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGTERM the group, wait, SIGKILL what is left; reap members that are our children."""
-        pgid = proc.pid  # the leader's pid is the group id (start_new_session)
-        if not self._group_alive(proc, pgid):
-            return
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            logger.warning("no permission to signal process group %d of MCP server %r", pgid, self.command)
-        if not self._wait_group_gone(proc, pgid, FORCE_KILL_TIMEOUT):
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                return
-            self._wait_group_gone(proc, pgid, KILL_REAP_TIMEOUT)
-
-    def _wait_group_gone(self, proc: subprocess.Popen[bytes], pgid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self._group_alive(proc, pgid):
-            if time.monotonic() >= deadline:
-                return False
-            # _pause is never set: waiting on it is a bounded pause between probes.
-            _pause.wait(GROUP_POLL_INTERVAL)
-        return True
-
-    @staticmethod
-    def _group_alive(proc: subprocess.Popen[bytes], pgid: int) -> bool:
-        # Reap the leader through Popen first, so its returncode is kept; only
-        # then reap other members that are our children (a subreaper's orphans),
-        # which would otherwise stay zombies and keep the group in existence.
-        if proc.poll() is not None:
-            _reap_group_children(pgid)
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass  # unsignalable members or zombies: EPERM does not prove the group gone
-        # Zombies answer signal 0 too. Where /proc shows every member is one,
-        # nothing is left to stop: reap those that are ours; the others are
-        # for their parent (init) to reap.
-        if _has_live_member(pgid):
-            return True
-        if proc.poll() is not None:
-            _reap_group_children(pgid)
-        return False
 
     def _read_stdout(self, run: _Run) -> None:
         stdout = run.proc.stdout
@@ -534,43 +453,3 @@ class StdioTransport(Transport):
             exit_code = run.proc.poll()
         return McpConnectionError(message, exit_code=exit_code, stderr_tail=self.stderr_tail)
 
-
-def _child_environment(inherit_env: str, env: Optional[Mapping[str, str]]) -> Dict[str, str]:
-    if inherit_env == "all":
-        child = dict(os.environ)
-    elif inherit_env == "safe":
-        child = {name: os.environ[name] for name in SAFE_ENV_VARS if name in os.environ}
-    else:
-        child = {}
-    if env:
-        child.update(env)
-    return child
-
-
-def _reap_group_children(pgid: int) -> None:
-    """Reap exited children of ours in group ``pgid`` (never blocks)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-pgid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _has_live_member(pgid: int) -> bool:
-    """Return False only if /proc shows that every process of group ``pgid`` is a zombie."""
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return True  # no /proc: trust signal 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # exited meanwhile
-        # After the command name: state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False

@@ -7,7 +7,7 @@ import agcore_sync.tools.mcp as mcp
 
 def test_every_exported_name_is_importable_and_documented():
     assert set(mcp.__all__) == {
-        "McpClient", "McpToolResult", "McpTool", "Transport", "StdioTransport", "HttpTransport",
+        "McpClient", "McpToolResult", "McpTool", "McpToolCaller", "Transport", "StdioTransport", "HttpTransport",
         "RestartPolicy",
     }
     for name in mcp.__all__:

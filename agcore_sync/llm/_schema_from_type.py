@@ -19,17 +19,28 @@ dict[str, X], Mapping     object with additionalProperties X
 Literal[a, b]             enum (with its type when all values share one)
 an Enum subclass          enum of its values (to the member)
 an attrs class            object of its init fields (to an instance)
+a dataclass               object of its init fields (to an instance)
+a TypedDict               object of its keys (to a dict)
 Annotated[X, "text"]      X with that description
 ========================  ==================================================
 
-Anything else (bytes, Callable, a plain class, dict with non-str keys, a
-recursive attrs class) raises TypeError naming where it was found.
+A class's docstring gives the object's description (its summary) and each
+field's (its ``Args:`` or ``Attributes:`` entries). Anything else (bytes,
+Callable, a plain class, dict with non-str keys) raises TypeError naming
+where it was found; so does a recursive class, unless the builder was made
+with ``recursive=True``: the class then goes to ``$defs`` and is referenced
+with ``$ref`` (``#`` for the root class itself), see :meth:`SchemaBuilder.root`.
+
+``@tool`` (``tools/function.py``) and structured output (``llm/output.py``)
+both build their schemas here; ``owner`` names the caller in error messages.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 import enum
+import inspect
 import math
 import types
 import typing
@@ -37,9 +48,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import attrs
 
-from agcore_sync.tools._docstring import parse_docstring
+from agcore_sync.llm._docstring import parse_docstring
 
-__all__ = ["Converter", "SchemaBuilder", "accepts", "json_default", "nullable", "with_details"]
+__all__ = ["Converter", "SchemaBuilder", "accepts", "is_typeddict", "json_default", "nullable", "with_details"]
 
 #: Turns a JSON value into the Python value a hint asks for; None = as is.
 Converter = Optional[Callable[[Any], Any]]
@@ -59,18 +70,42 @@ class SchemaBuilder:
     Args:
         localns: extra names for resolving string annotations (an attrs
             class's field hints, for one).
+        owner: who asks, named at the start of every error message.
+        recursive: allow recursive classes (through ``$defs`` / ``$ref``).
     """
 
-    def __init__(self, localns: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(
+        self, localns: Optional[Mapping[str, Any]] = None, *, owner: str = "@tool", recursive: bool = False
+    ) -> None:
         self._localns = dict(localns or {})
-        self._open: List[type] = []  # attrs classes being built, to catch recursion
+        self._owner = owner
+        self._recursive = recursive
+        self._open: List[type] = []  # classes being built, to catch recursion
+        self._defs: Dict[str, Dict[str, Any]] = {}  # $defs of recursive classes, by name
+        self._def_names: Dict[type, str] = {}
+        self._converters: Dict[type, Callable[[Any], Any]] = {}
+
+    def root(self, hint: Any, where: str) -> Tuple[Dict[str, Any], Converter]:
+        """Return the schema of a whole document: ``build`` plus its ``$defs``.
+
+        A recursive root class is inlined and refers to itself as ``#``.
+        """
+        schema, convert = self.build(hint, where)
+        defs = dict(self._defs)
+        ref = schema.get("$ref") if list(schema) == ["$ref"] else None
+        if ref is not None and ref.startswith("#/$defs/"):
+            schema = defs.pop(ref[len("#/$defs/") :])
+            schema, defs = _retarget(schema, ref), {k: _retarget(v, ref) for k, v in defs.items()}
+        if defs:
+            schema = {**schema, "$defs": defs}
+        return schema, convert
 
     def hints(self, obj: Any, what: str) -> Dict[str, Any]:
         """Return the resolved type hints of ``obj`` (a function or a class)."""
         try:
             return typing.get_type_hints(obj, localns=self._localns, include_extras=True)
         except Exception as exc:  # NameError, or TypeError from a bad annotation
-            raise TypeError(f"@tool cannot resolve the type hints of {what}: {exc}") from exc
+            raise TypeError(f"{self._owner} cannot resolve the type hints of {what}: {exc}") from exc
 
     def build(self, hint: Any, where: str) -> Tuple[Dict[str, Any], Converter]:
         """Return the schema and converter of ``hint``; ``where`` names it in errors."""
@@ -88,11 +123,11 @@ class SchemaBuilder:
             if hint in _PRIMITIVES:
                 return {"type": _PRIMITIVES[hint]}, None
             if issubclass(hint, enum.Enum):
-                return _enum_schema(hint, where), hint
-            if attrs.has(hint):
-                return self._attrs_class(hint, where)
+                return _enum_schema(hint, where, self._owner), hint
+            if attrs.has(hint) or dataclasses.is_dataclass(hint) or is_typeddict(hint):
+                return self._object_class(hint, where)
         if origin is typing.Literal:
-            return _literal(args, where)
+            return _literal(args, where, self._owner)
         if origin in _UNIONS:
             return self._union(args, where)
         return self._container(hint, origin or hint, args, where)
@@ -114,13 +149,16 @@ class SchemaBuilder:
             if not args:
                 return {"type": "object"}, None
             if args[0] is not str:
-                raise TypeError(f"@tool needs str keys for a dict, got {args[0]!r} ({where}): JSON keys are strings")
+                raise TypeError(
+                    f"{self._owner} needs str keys for a dict, got {args[0]!r} ({where}): JSON keys are strings"
+                )
             values, convert = self.build(args[1], f"{where}, value")
             schema = {"type": "object", "additionalProperties": values}
             return schema, (_map_values(convert) if convert else None)
         raise TypeError(
-            f"@tool cannot express {hint!r} in JSON Schema ({where}); use str, int, float, bool, None, "
-            "list, tuple, set, dict[str, X], Optional, Union, Literal, an Enum or an attrs class"
+            f"{self._owner} cannot express {hint!r} in JSON Schema ({where}); use str, int, float, bool, None, "
+            "list, tuple, set, dict[str, X], Optional, Union, Literal, an Enum, an attrs class, a dataclass "
+            "or a TypedDict"
         )
 
     def _tuple(self, hint: Any, args: Tuple[Any, ...], where: str) -> Tuple[Dict[str, Any], Converter]:
@@ -164,26 +202,24 @@ class SchemaBuilder:
 
         return schema, convert
 
-    def _attrs_class(self, cls: type, where: str) -> Tuple[Dict[str, Any], Converter]:
+    def _object_class(self, cls: type, where: str) -> Tuple[Dict[str, Any], Converter]:
         if cls in self._open:
-            raise TypeError(f"@tool cannot express the recursive attrs class {cls.__qualname__} ({where})")
+            if not self._recursive:
+                raise TypeError(f"{self._owner} cannot express the recursive class {cls.__qualname__} ({where})")
+            return {"$ref": f"#/$defs/{self._def_name(cls)}"}, (lambda value: self._converters[cls](value))
         self._open.append(cls)
         try:
-            hints = self.hints(cls, f"attrs class {cls.__qualname__}")
-            doc = parse_docstring(cls.__doc__)
+            hints = self.hints(cls, f"class {cls.__qualname__}")
+            doc = parse_docstring(_own_doc(cls))
             properties: Dict[str, Any] = {}
             required: List[str] = []
             converters: Dict[str, Callable[[Any], Any]] = {}
-            for field in attrs.fields(cls):
-                if not field.init:
-                    continue
-                key = _init_name(field)
-                if field.name not in hints:
-                    raise TypeError(f"@tool needs a type annotation on {cls.__qualname__}.{field.name} ({where})")
-                built = self.build(hints[field.name], f"{where} > {cls.__qualname__}.{field.name}")
-                default = attrs.NOTHING if isinstance(field.default, attrs.Factory) else field.default
+            for key, name, default, is_required in _object_fields(cls):
+                if name not in hints:
+                    raise TypeError(f"{self._owner} needs a type annotation on {cls.__qualname__}.{name} ({where})")
+                built = self.build(_strip_required(hints[name]), f"{where} > {cls.__qualname__}.{name}")
                 properties[key], convert = with_details(*built, doc.params.get(key), default)
-                if field.default is attrs.NOTHING:
+                if is_required:
                     required.append(key)
                 if convert is not None:
                     converters[key] = convert
@@ -193,13 +229,88 @@ class SchemaBuilder:
         schema["additionalProperties"] = False
         if doc.summary:
             schema["description"] = doc.summary
-
-        def convert(value: Any) -> Any:
-            if isinstance(value, cls):
-                return value
-            return cls(**{k: (converters[k](v) if k in converters else v) for k, v in value.items()})
-
+        convert = _object_converter(cls, converters)
+        self._converters[cls] = convert
+        if cls in self._def_names:  # it referred to itself: its schema lives in $defs
+            self._defs[self._def_names[cls]] = schema
+            return {"$ref": f"#/$defs/{self._def_names[cls]}"}, convert
         return schema, convert
+
+    def _def_name(self, cls: type) -> str:
+        if cls not in self._def_names:
+            name, taken = cls.__name__, set(self._def_names.values())
+            count = 2
+            while name in taken:
+                name, count = f"{cls.__name__}{count}", count + 1
+            self._def_names[cls] = name
+        return self._def_names[cls]
+
+
+def is_typeddict(cls: Any) -> bool:
+    """Tell whether ``cls`` is a ``TypedDict`` class (typing's or typing_extensions')."""
+    return isinstance(cls, type) and issubclass(cls, dict) and hasattr(cls, "__required_keys__")
+
+
+def _object_fields(cls: type) -> List[Tuple[str, str, Any, bool]]:
+    """Return ``(key, attribute, default, required)`` per field a class is built from."""
+    if attrs.has(cls):
+        found = []
+        for field in attrs.fields(cls):
+            if field.init:
+                default = attrs.NOTHING if isinstance(field.default, attrs.Factory) else field.default
+                found.append((_init_name(field), field.name, default, field.default is attrs.NOTHING))
+        return found
+    if dataclasses.is_dataclass(cls):
+        found = []
+        for field in dataclasses.fields(cls):
+            if field.init:
+                has_default = field.default is not dataclasses.MISSING
+                missing = not has_default and field.default_factory is dataclasses.MISSING
+                found.append((field.name, field.name, field.default if has_default else attrs.NOTHING, missing))
+        return found
+    required_keys = cls.__required_keys__  # type: ignore[attr-defined]
+    return [(key, key, attrs.NOTHING, key in required_keys) for key in typing.get_type_hints(cls)]
+
+
+def _object_converter(cls: type, converters: Dict[str, Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    if is_typeddict(cls):
+        return lambda value: {k: (converters[k](v) if k in converters else v) for k, v in value.items()}
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, cls):
+            return value
+        return cls(**{k: (converters[k](v) if k in converters else v) for k, v in value.items()})
+
+    return convert
+
+
+def _own_doc(cls: type) -> Optional[str]:
+    """Return the class's own docstring; None for the signature a dataclass makes up."""
+    doc = cls.__dict__.get("__doc__")
+    if doc and dataclasses.is_dataclass(cls):
+        try:
+            made_up = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            made_up = None
+        if doc == made_up:
+            return None
+    return doc
+
+
+def _strip_required(hint: Any) -> Any:
+    """Unwrap a TypedDict's ``Required[X]`` / ``NotRequired[X]`` (the class tells which keys are required)."""
+    while getattr(typing.get_origin(hint), "_name", None) in ("Required", "NotRequired"):
+        hint = typing.get_args(hint)[0]
+    return hint
+
+
+def _retarget(schema: Any, ref: str) -> Any:
+    """Return ``schema`` with every ``$ref`` equal to ``ref`` pointing at the root (``#``) instead."""
+    if isinstance(schema, dict):
+        return {k: ("#" if k == "$ref" and v == ref else _retarget(v, ref)) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_retarget(item, ref) for item in schema]
+    return schema
 
 
 def with_details(
@@ -297,25 +408,25 @@ def _json_type(value: Any) -> Optional[str]:
     return "array" if isinstance(value, tuple) else None
 
 
-def _enum_schema(cls: type, where: str) -> Dict[str, Any]:
+def _enum_schema(cls: type, where: str, owner: str) -> Dict[str, Any]:
     values = [member.value for member in cls]
-    return _enum_of(values, f"{where}, enum {cls.__qualname__}")
+    return _enum_of(values, f"{where}, enum {cls.__qualname__}", owner)
 
 
-def _enum_of(values: List[Any], where: str) -> Dict[str, Any]:
+def _enum_of(values: List[Any], where: str, owner: str) -> Dict[str, Any]:
     kinds = {_json_type(value) for value in values}
     if not kinds <= {"null", "boolean", "integer", "number", "string"}:
-        raise TypeError(f"@tool needs enum values that are str, int, float, bool or None ({where})")
+        raise TypeError(f"{owner} needs enum values that are str, int, float, bool or None ({where})")
     schema: Dict[str, Any] = {"enum": values}
     if len(kinds) == 1:
         schema = {"type": kinds.pop(), "enum": values}
     return schema
 
 
-def _literal(args: Tuple[Any, ...], where: str) -> Tuple[Dict[str, Any], Converter]:
+def _literal(args: Tuple[Any, ...], where: str, owner: str) -> Tuple[Dict[str, Any], Converter]:
     members = {arg.value: arg for arg in args if isinstance(arg, enum.Enum)}
     values = [arg.value if isinstance(arg, enum.Enum) else arg for arg in args]
-    schema = _enum_of(values, f"{where}, Literal")
+    schema = _enum_of(values, f"{where}, Literal", owner)
     return schema, ((lambda value: members.get(value, value)) if members else None)
 
 

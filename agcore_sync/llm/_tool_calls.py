@@ -1,0 +1,65 @@
+"""Tool-call ids and argument text as the providers read them off the wire.
+
+Two repairs made once, where a response is parsed, so that every event and
+block after it carries the repaired value:
+
+- An id. Some OpenAI-compatible servers send a tool call without an id, or
+  with ``""``; two such calls would go back with the same empty
+  ``tool_call_id`` and the model could not tell their results apart. A call
+  whose id is missing, blank, or already taken by an earlier call of the same
+  response gets a new unique one (:func:`new_tool_call_id`).
+- Empty arguments. A call with no arguments (Anthropic ``input: {}`` with no
+  or empty ``input_json_delta``, OpenAI ``""``) has the arguments ``"{}"``,
+  so ``json.loads`` works on every ``ToolCallEnd.arguments``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Set
+
+__all__ = ["new_tool_call_id", "ToolCallIds", "arguments_text"]
+
+
+def new_tool_call_id(prefix: str = "call_") -> str:
+    """Return a new tool-call id: ``prefix`` and 24 random hex digits."""
+    return prefix + secrets.token_hex(12)
+
+
+def arguments_text(text: str) -> str:
+    """Return a tool call's JSON argument text, ``"{}"`` when it is empty or blank."""
+    return text if text.strip() else "{}"
+
+
+class ToolCallIds:
+    """Gives the tool calls of one response unique, non-empty ids.
+
+    One per response being parsed; not thread-safe (a response is parsed by
+    one thread).
+
+    Args:
+        prefix: the prefix of generated ids (``call_`` as OpenAI's,
+            ``toolu_`` as Anthropic's).
+    """
+
+    __slots__ = ("_prefix", "_taken")
+
+    def __init__(self, prefix: str = "call_") -> None:
+        self._prefix = prefix
+        self._taken: Set[str] = set()
+
+    def take(self, wire_id: Any) -> str:
+        """Return the id for the next call: the server's if usable, else a new one.
+
+        Args:
+            wire_id: the id the server sent (None, ``""``, a string, or
+                another scalar, which is used as its string form).
+        """
+        if isinstance(wire_id, bool) or wire_id is None:
+            text = ""
+        else:
+            text = wire_id if isinstance(wire_id, str) else str(wire_id)
+        if not text.strip() or text in self._taken:
+            text = new_tool_call_id(self._prefix)
+        self._taken.add(text)
+        return text
