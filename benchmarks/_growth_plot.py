@@ -33,21 +33,22 @@ def plot_all(results: Dict[str, Any], folder: Path) -> List[Path]:
             for name, ys in r["us"].items():
                 ax.plot(r["blocks"], ys, marker="o", markersize=3, label=name)
             ax.plot(r["blocks"], r["floor_us"], linestyle="--", label="request floor")
-            ax.set(xlabel="turn", ylabel="us per turn", title="session: time per turn")
+            ax.set(xlabel="turn", ylabel="CPU us per turn", title="session: time per turn")
         elif part == "tools":
             ax.plot(r["k"], [t / k for t, k in zip(r["total_us"], r["k"])], marker="o", markersize=3)
-            ax.set(xscale="log", xlabel="parallel calls in the round", ylabel="us per call",
+            ax.set(xscale="log", xlabel="parallel calls in the round", ylabel="CPU us per call",
                    title="parallel tool calls: time per call")
         elif part == "result":
             for name, ys in r["ms"].items():
                 ax.plot(r["bytes"], [y / (s / 1e6) for y, s in zip(ys, r["bytes"])], marker="o", markersize=3,
                         label=name)
-            ax.set(xscale="log", yscale="log", xlabel="tool result, bytes", ylabel="ms per MB",
+            ax.set(xscale="log", yscale="log", xlabel="tool result, bytes", ylabel="CPU ms per MB",
                    title="tool result: time per MB")
         elif part == "stream":
             for name, ys in r["us"].items():
                 ax.plot(r["events"], [y / e for y, e in zip(ys, r["events"])], marker="o", markersize=3, label=name)
-            ax.set(xscale="log", xlabel="events in the stream", ylabel="us per event", title="stream: time per event")
+            ax.set(xscale="log", xlabel="events in the stream", ylabel="CPU us per event",
+                   title="stream: time per event")
         elif part == "mcp":
             ax.plot(r["k"], r["cpu_us_per_call"], marker="o", markersize=3, label="client CPU")
             ax.plot(r["k"], r["wall_us_per_call"], marker="o", markersize=3, label="wall")

@@ -21,9 +21,13 @@ Five workloads, each at several sizes, each printing a table and its slope:
   subprocess, ``mcp_hold_server.py``, which answers when all K calls have
   arrived), K up to 1,000; wall and client CPU per call, memory per caller.
 
-The slope is the least-squares fit of total cost = a + b * size (b is the
-cost of one more unit); the exponent k fits total cost ~ size^k on log-log
-axes (1.0 is linear, 2.0 quadratic). Medians of ``--repeats``.
+Times are CPU time of the whole process (``time.process_time``: every
+thread, the stream workers and tool threads included), which a machine
+shared with other work disturbs far less than wall time; the MCP part also
+shows wall time. The slope is the least-squares fit of total cost = a + b *
+size (b is the cost of one more unit); the exponent k fits total cost ~
+size^k on log-log axes (1.0 is linear, 2.0 quadratic). Medians of
+``--repeats``, sizes interleaved.
 
 Run: ``python benchmarks/bench_growth.py [--only session,tools,result,stream,mcp] [--plot docs/_static]``.
 """
@@ -117,10 +121,16 @@ def exponent(sizes: Sequence[float], totals: Sequence[float]) -> float:
     return fit([math.log(s) for s in sizes], [math.log(max(t, 1e-12)) for t in totals])[1]
 
 
+#: The clock of every figure but the MCP wall time: CPU seconds of every thread
+#: of this process. On a machine shared with other work, wall time also counts
+#: the time other processes held the CPUs; CPU time is what the work cost.
+cpu_clock = time.process_time
+
+
 def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+    start = cpu_clock()
     fn()
-    return time.perf_counter() - start
+    return cpu_clock() - start
 
 
 def traced_peak(fn: Callable[[], Any]) -> int:
@@ -175,10 +185,10 @@ def session_growth(size: Dict[str, Any], repeats: int) -> Dict[str, Any]:
             runs: List[List[float]] = []
             for _ in range(repeats):
                 times: List[float] = []
-                last = [time.perf_counter()]
+                last = [cpu_clock()]
 
                 def on_turn(t: int, times: List[float] = times, last: List[float] = last) -> None:
-                    now = time.perf_counter()
+                    now = cpu_clock()
                     times.append(now - last[0])
                     last[0] = now
 
@@ -217,7 +227,7 @@ def print_session(r: Dict[str, Any], size: Dict[str, Any]) -> None:
         rows.append((f"{mid - block // 2 + 1}-{mid + block // 2}", *(r["us"][n][i] for n in names),
                      r["floor_us"][i], *(r["kib"][n][i] for n in names)))
     print(f"session of {size['turns']} turns (1 tool round + answer each), median per block of {block} turns")
-    print(table(["turns", *(f"{n} us/turn" for n in names), "request floor us/turn",
+    print(table(["turns", *(f"{n} CPU us/turn" for n in names), "request floor CPU us/turn",
                  *(f"{n} KiB kept/turn" for n in names)], rows))
     for n in names:
         _, b = fit(r["blocks"], r["us"][n])
@@ -241,10 +251,10 @@ def tools_growth(size: Dict[str, Any], repeats: int) -> Dict[str, Any]:
                 calls = [("add", {"a": i, "b": k}) for i in range(k)]
                 cycle = LlmCycle(MockProvider([MockProvider.tool_calls(*calls), MockProvider.text("done")]),
                                  CycleConfig())
-                start = time.perf_counter()
+                start = cpu_clock()
                 events = drain(cycle.submit_with_tools_stream("go", registry))
                 if rep:
-                    totals[k].append(time.perf_counter() - start)
+                    totals[k].append(cpu_clock() - start)
                 if len(cycle.messages()) != k + 3 or events < 2 * k:
                     raise RuntimeError(f"tools: {len(cycle.messages())} messages, {events} events for {k} calls")
     return {"k": ks, "total_us": [median(totals[k]) * 1e6 for k in ks]}
@@ -253,7 +263,7 @@ def tools_growth(size: Dict[str, Any], repeats: int) -> Dict[str, Any]:
 def print_tools(r: Dict[str, Any]) -> None:
     rows = [(k, t, t / k) for k, t in zip(r["k"], r["total_us"])]
     print("one round of K parallel add calls + the answer, submit_with_tools_stream")
-    print(table(["K calls", "us per round", "us per call"], rows))
+    print(table(["K calls", "CPU us per round", "CPU us per call"], rows))
     _, b = fit(r["k"], r["total_us"])
     print(f"slope: {b:.1f} us per added call; exponent k = {exponent(r['k'], r['total_us']):.2f}")
 
@@ -278,7 +288,11 @@ def result_growth(size: Dict[str, Any], repeats: int) -> Dict[str, Any]:
                 kept = len(once(s).messages()[2].content[0].content.encode())
                 if kept < min(s, 100_000) * 0.99 or (config.max_tool_result_bytes is None and kept != s):
                     raise RuntimeError(f"result: {kept} bytes kept of {s}")
-            out["ms"][name] = [median([timed(lambda s=s: once(s)) for _ in range(repeats)]) * 1e3 for s in sizes]
+            samples: Dict[int, List[float]] = {s: [] for s in sizes}
+            for _ in range(repeats):  # interleaved, so noise hits every size alike
+                for s in sizes:
+                    samples[s].append(timed(lambda s=s: once(s)))
+            out["ms"][name] = [median(samples[s]) * 1e3 for s in sizes]
             out["copies"][name] = [traced_peak(lambda s=s: once(s)) / s for s in sizes]
     return out
 
@@ -291,7 +305,7 @@ def print_result(r: Dict[str, Any]) -> None:
                      *(r["copies"][n][i] for n in names)))
     short = ["cut", "whole"]
     print("one tool returning S bytes, then the answer, submit_with_tools_stream; peak = tracemalloc peak / S")
-    print(table(["S bytes", *(f"ms ({s})" for s in short), *(f"ms/MB ({s})" for s in short),
+    print(table(["S bytes", *(f"CPU ms ({s})" for s in short), *(f"CPU ms/MB ({s})" for s in short),
                  *(f"peak/S ({s})" for s in short)], rows))
     print("configs: " + "; ".join(f"{s} = {n}" for s, n in zip(short, names)))
     for s, n in zip(short, names):
@@ -319,16 +333,20 @@ def stream_growth(size: Dict[str, Any], repeats: int) -> Dict[str, Any]:
             provider = MockProvider([MockProvider.text("abcdefgh" * e)])
             return drain(provider.chat_stream(MessageRequest(None, [Message.user("go")])))
 
-        for e in (sizes[0], *sizes):  # the first is a warm-up
-            if looped(e) < e or alone(e) < e:
+        runners = (("submit_with_tools_stream", looped), (bounded, looped_bounded), ("chat_stream alone", alone))
+        for e in sizes:  # a warm-up, and a check of the counts
+            if looped(e) < e or looped_bounded(e) < e or alone(e) < e:
                 raise RuntimeError(f"stream: fewer than {e} events")
-            for key, fn in (("submit_with_tools_stream", looped), (bounded, looped_bounded),
-                            ("chat_stream alone", alone)):
-                out["us"][key].append(median([timed(lambda fn=fn, e=e: fn(e)) for _ in range(repeats)]) * 1e6)
+        samples: Dict[Tuple[str, int], List[float]] = {(key, e): [] for key, _ in runners for e in sizes}
+        for _ in range(repeats):  # interleaved, so noise hits every size alike
+            for e in sizes:
+                for key, fn in runners:
+                    samples[key, e].append(timed(lambda fn=fn, e=e: fn(e)))
+        for key, _ in runners:
+            out["us"][key] = [median(samples[key, e]) * 1e6 for e in sizes]
+        for e in sizes:
             out["peak_b"].append(traced_peak(lambda e=e: looped(e)) / e)
             out["peak_b_bounded"].append(traced_peak(lambda e=e: looped_bounded(e)) / e)
-        for values in (*out["us"].values(), out["peak_b"], out["peak_b_bounded"]):
-            del values[0]
     return out
 
 
@@ -338,7 +356,7 @@ def print_stream(r: Dict[str, Any]) -> None:
     rows = [(f"{e:,}", lo / e, bo / e, al / e, p, pb)
             for e, lo, bo, al, p, pb in zip(r["events"], loop, bounded, alone, r["peak_b"], r["peak_b_bounded"])]
     print(f"a text answer of E events (8 characters each); bounded = max_buffered_events={BOUND}")
-    print(table(["E events", "stream us/event", "bounded us/event", "chat_stream alone us/event",
+    print(table(["E events", "stream CPU us/event", "bounded CPU us/event", "chat_stream alone CPU us/event",
                  "peak bytes/event", "bounded peak bytes/event"], rows))
     _, b = fit(r["events"], loop)
     print(f"slope: {b:.2f} us per added event; exponent k = {exponent(r['events'], loop):.2f} "
