@@ -25,7 +25,8 @@ p50/p99 latency of a text delta from the server's write to the consumer
 hand-off from the provider's generator (in the stream worker) to the
 consumer thread. Ratios are ours / asyncio.
 
-Run: ``python benchmarks/bench_concurrency.py [--sizes 10,100,500] [--turns 3] [--repeats 3]``.
+Run: ``python benchmarks/bench_concurrency.py [--sizes 10,100,500] [--turns 2] [--repeats 3]`` (under 3 minutes
+on 2 vCPUs).
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def report(sizes: List[int], clients: List[str], results: Dict[str, Dict[int, Li
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,500", help="concurrent conversations, comma-separated")
-    parser.add_argument("--turns", type=int, default=3, help="turns per conversation (default 3)")
+    parser.add_argument("--turns", type=int, default=2, help="turns per conversation (default 2)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per client and size (default 3)")
     parser.add_argument("--peer", choices=("asyncio", "none"), default="asyncio")
     parser.add_argument("--gap-min", type=float, default=0.010)
