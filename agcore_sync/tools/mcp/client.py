@@ -45,6 +45,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from agcore_sync import _check
 from agcore_sync._version import __version__
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
@@ -136,6 +137,11 @@ class McpClient:
         protocol: Optional[str] = None,
         restart: Optional[RestartPolicy] = None,
     ) -> None:
+        if not isinstance(server_name, str) or not server_name:
+            raise TypeError(f"McpClient: server_name must be a non-empty str, got {server_name!r}")
+        _check.instance("McpClient", "transport", transport, Transport,
+                        "a transport such as StdioTransport('npx', [...]) or HttpTransport(url)")
+        _check.timeout("McpClient", timeout)
         if protocol is not None and protocol != "auto" and protocol not in proto.KNOWN_VERSIONS:
             raise ValueError(
                 f"protocol must be None, 'auto' or one of {', '.join(proto.KNOWN_VERSIONS)}; got {protocol!r}"
