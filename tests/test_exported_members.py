@@ -33,6 +33,8 @@ EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"OpenAIResponsesProvider"}
 EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",
              "TurnNotPausedError", "ApprovalDecisionError"}
+EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
+             "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():
