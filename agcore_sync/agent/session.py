@@ -116,22 +116,9 @@ class AgentSession:
 
     # -- read-only views ---------------------------------------------------------
 
-    @property
-    def provider(self) -> LlmProvider:
-        """The model; assign another provider to switch from the next request on.
-
-        Each provider sends what it can read of the history and drops the
-        rest (another provider's thinking signatures or reasoning items);
-        tool-call ids stay paired with their results. Keep
-        ``CycleConfig.model=None`` so each provider uses its own ``model``.
-        """
-        return self._cycle.provider
-
-    @provider.setter
-    def provider(self, provider: LlmProvider) -> None:
-        if not isinstance(provider, LlmProvider):
-            raise TypeError(f"provider must be an LlmProvider, got {type(provider).__name__}")
-        self._cycle.provider = provider
+    provider = property(lambda self: self._cycle.provider, lambda self, value: setattr(self._cycle, "provider",
+                        _check.instance("AgentSession", "provider", value, LlmProvider, "an LlmProvider")),
+                        doc="The model; assign another LlmProvider to switch from the next request on.")
 
     @property
     def config(self) -> CycleConfig:
