@@ -17,7 +17,13 @@ from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 from agcore_sync.tools.mcp.transport import Transport
 
-__all__ = ["Agreement", "negotiate"]
+__all__ = ["Agreement", "negotiate", "check_protocol"]
+
+
+def check_protocol(protocol: Optional[str]) -> None:
+    """Raise ValueError unless ``protocol`` is None, ``"auto"`` or a known version."""
+    if protocol is not None and protocol != "auto" and protocol not in proto.KNOWN_VERSIONS:
+        raise ValueError(f"protocol must be None, 'auto' or one of {', '.join(proto.KNOWN_VERSIONS)}; got {protocol!r}")
 
 logger = logging.getLogger("agcore_sync.mcp")
 
