@@ -35,6 +35,7 @@ from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
 from agcore_sync.tools.permission import Permission, PermissionChecker
+from agcore_sync.tools.result_json import result_text
 
 __all__ = [
     "ToolInvocation",
@@ -362,16 +363,26 @@ class ToolRegistry:
                 validator = entry.validator = _validation.compile_validator(name, entry.tool.parameters)
             validator.validate(args)
             output = entry.tool.execute(args)
-            invocation = ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start)
-            invocation.content()  # fails here, not in the loop, if the result cannot go to the model
-            return invocation
         except ToolError as exc:
+            # On purpose (a tool that says what went wrong) or invalid arguments.
+            logger.debug('tool "%s" failed: %s', name, exc, exc_info=True)
             if exc.tool_name is None:
                 exc.tool_name = name
             error: ToolError = exc
         except Exception as exc:
-            error = ToolExecutionError(f'tool "{name}" raised {type(exc).__name__}: {exc}', name)
+            logger.warning('tool "%s" raised %s: %s', name, type(exc).__name__, exc, exc_info=True)
+            error = ToolExecutionError(f"{type(exc).__name__}: {exc}", name)
             error.__cause__ = exc
+        else:
+            try:
+                # Fails here, not in the loop, if the result cannot go to the model.
+                text = result_text(output)
+            except ToolExecutionError as exc:
+                logger.warning('tool "%s" returned a result the model cannot get: %s', name, exc)
+                exc.tool_name = name
+                error = exc
+            else:
+                return ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start, text=text)
         return ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
 
     def _run_in_batch(self, batch: Batch, position: int, entry: _Entry, name: str, args: Any, call_id: Any) -> None:

@@ -19,26 +19,11 @@ from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import Message, Role, StopReason, Usage
 from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.function import tool
-from agcore_sync.tools.registry import ToolRegistry
 
 #: Bound on every wait for something that must happen.
 WAIT = 5.0
 
 ALL_EVENTS = tuple(HookEvent)
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@pytest.fixture
-def registry():
-    reg = ToolRegistry()
-    reg.register(add)
-    yield reg
-    reg.close()
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ import logging
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-import agcore_sync
+from agcore_sync._version import __version__
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
 from agcore_sync.tools.mcp import jsonrpc
@@ -75,7 +75,7 @@ class McpClient:
         timeout: seconds to wait for each answer (None: no limit). Also used
             for ``initialize``, which is never cancelled.
         client_info: ``clientInfo`` sent to the server (default
-            ``{"name": "agcore_sync", "version": agcore_sync.__version__}``).
+            ``{"name": "agcore_sync", "version": __version__}``).
         roots: ``{"uri": ..., "name": ...}`` dicts answered to ``roots/list``;
             None declines the capability (and ``roots/list`` gets -32601).
         elicitation_handler: answers ``elicitation/create``; see
@@ -134,7 +134,7 @@ class McpClient:
         self.transport = transport
         self.timeout = timeout
         self.protocol = protocol
-        default_info = {"name": "agcore_sync", "version": agcore_sync.__version__}
+        default_info = {"name": "agcore_sync", "version": __version__}
         self._client_info: Dict[str, Any] = dict(client_info) if client_info is not None else default_info
         self._roots = None if roots is None else [dict(root) for root in roots]
         self._on_progress = on_progress
