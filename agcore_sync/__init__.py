@@ -254,9 +254,9 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
-    from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
     from agcore_sync.tools.mcp.prompts import McpPrompt, McpPromptArgument, McpPromptResult  # noqa: F401
     from agcore_sync.tools.mcp.resources import McpResource, McpResourceContents, McpResourceTemplate  # noqa: F401
+    from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
     from agcore_sync.tools.mcp.sampling import sampling_handler_for  # noqa: F401
     from agcore_sync.tools.mcp.stdio import StdioTransport  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401

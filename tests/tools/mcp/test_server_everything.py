@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Iterator, List, Tuple
 
 import pytest
 
