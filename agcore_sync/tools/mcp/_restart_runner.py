@@ -45,7 +45,7 @@ def check_restart(restart: Optional[RestartPolicy], transport: object, server_na
         raise TypeError(f"restart must be a RestartPolicy or None, not {type(restart).__name__}")
     if not getattr(transport, "restartable", False):
         raise ValueError(
-            f"restart needs a transport that can start the server again (StdioTransport); "
+            f"restart needs a transport that can start the server again (StdioTransport, HttpTransport); "
             f"{type(transport).__name__} cannot, so MCP client {server_name!r} cannot restart it"
         )
 

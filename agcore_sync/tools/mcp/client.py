@@ -94,8 +94,10 @@ class McpClient:
         restart: restart the server after it went away, as the
             :class:`~agcore_sync.tools.mcp.restart.RestartPolicy` says (None:
             a lost server stays lost). Needs a restartable transport
-            (:class:`StdioTransport`); see the module docstring for where the
-            restart runs and how calls wait for it.
+            (:class:`StdioTransport`: a new process; ``HttpTransport``: a new
+            session, e.g. after a 404 to a stale ``Mcp-Session-Id``, and a
+            request the server refused that way is sent once more); see
+            ``_restart_runner.py`` for where the restart runs.
 
     Capabilities declared are exactly those with a handler or data:
     ``roots: {}``, ``sampling: {}``, ``elicitation: {"form": {}}``.
@@ -109,8 +111,7 @@ class McpClient:
 
     Raises:
         ValueError: ``protocol`` is not a known version or ``"auto"``, or
-            ``restart`` is given with a transport that cannot start again
-            (``HttpTransport``).
+            ``restart`` is given with a transport that cannot start again.
         TypeError: ``restart`` is not a ``RestartPolicy``.
     """
 
