@@ -15,6 +15,11 @@ NEEDS = {
     "mcp_stdio.py": "mcp",  # they start tests/mcp_servers/sdk_server.py (the MCP Python SDK, Python >= 3.10)
     "mcp_http.py": "mcp",
 }
+# Scripts that need a file the suite installs apart: file name -> that file.
+NEEDS_FILES = {
+    "mcp_everything.py": Path(__file__).resolve().parents[1] / "node" / "node_modules" / "@modelcontextprotocol"
+    / "server-everything" / "dist" / "index.js",  # tests/node/install.sh
+}
 
 
 @pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.glob("*.py") if p.name not in NOT_SCRIPTS),
@@ -22,5 +27,7 @@ NEEDS = {
 def test_the_example_runs(path, capsys):
     if path.name in NEEDS:
         pytest.importorskip(NEEDS[path.name], reason=f"{path.name} needs the `{NEEDS[path.name]}` package")
+    if path.name in NEEDS_FILES and not NEEDS_FILES[path.name].exists():
+        pytest.skip(f"{path.name} needs {NEEDS_FILES[path.name].name}: run tests/node/install.sh")
     runpy.run_path(str(path), run_name="__main__")
     assert capsys.readouterr().out.strip()
