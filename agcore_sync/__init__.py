@@ -128,6 +128,7 @@ _EXPORTS: Dict[str, str] = {
     "McpPromptArgument": "agcore_sync.tools.mcp.prompts",
     "McpPromptResult": "agcore_sync.tools.mcp.prompts",
     "sampling_handler_for": "agcore_sync.tools.mcp.sampling",
+    "McpResourceTool": "agcore_sync.tools.mcp.resource_tool",
     "McpOAuth": "agcore_sync.tools.mcp.auth.oauth",
     "headless_authorize": "agcore_sync.tools.mcp.auth.oauth",
     "console_authorize": "agcore_sync.tools.mcp.auth.oauth",
@@ -255,6 +256,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
     from agcore_sync.tools.mcp.prompts import McpPrompt, McpPromptArgument, McpPromptResult  # noqa: F401
+    from agcore_sync.tools.mcp.resource_tool import McpResourceTool  # noqa: F401
     from agcore_sync.tools.mcp.resources import McpResource, McpResourceContents, McpResourceTemplate  # noqa: F401
     from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
     from agcore_sync.tools.mcp.sampling import sampling_handler_for  # noqa: F401

@@ -31,7 +31,7 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
              "retry_instructions"}
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt", "McpPromptArgument",
-             "McpPromptResult", "sampling_handler_for"}
+             "McpPromptResult", "sampling_handler_for", "McpResourceTool"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():

@@ -10,6 +10,7 @@ from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller
 from agcore_sync.tools.mcp.client import McpClient, McpToolResult
 from agcore_sync.tools.mcp.http import HttpTransport
 from agcore_sync.tools.mcp.prompts import McpPrompt, McpPromptArgument, McpPromptResult
+from agcore_sync.tools.mcp.resource_tool import McpResourceTool
 from agcore_sync.tools.mcp.resources import McpResource, McpResourceContents, McpResourceTemplate
 from agcore_sync.tools.mcp.restart import RestartPolicy
 from agcore_sync.tools.mcp.sampling import sampling_handler_for
@@ -33,4 +34,5 @@ __all__ = [
     "McpPromptArgument",
     "McpPromptResult",
     "sampling_handler_for",
+    "McpResourceTool",
 ]

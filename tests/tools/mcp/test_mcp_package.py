@@ -9,7 +9,7 @@ def test_every_exported_name_is_importable_and_documented():
     assert set(mcp.__all__) == {
         "McpClient", "McpToolResult", "McpTool", "McpToolCaller", "Transport", "StdioTransport", "HttpTransport",
         "RestartPolicy", "ServerFeatures", "McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt",
-        "McpPromptArgument", "McpPromptResult", "sampling_handler_for",
+        "McpPromptArgument", "McpPromptResult", "sampling_handler_for", "McpResourceTool",
     }
     for name in mcp.__all__:
         assert (getattr(mcp, name).__doc__ or "").strip(), name

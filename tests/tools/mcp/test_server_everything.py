@@ -236,3 +236,18 @@ def test_structured_content_is_checked_against_the_output_schema(connect):
     assert tool.output_schema is not None
     out = tool.execute({"location": "New York"})
     assert out  # text, checked: temperature, conditions and humidity match the schema
+
+
+def test_the_resource_tool_lets_the_model_read_listed_resources(connect):
+    from agcore_sync import McpResourceTool
+
+    client = connect()
+    tool = McpResourceTool(client)
+    first = client.list_resources()[0]
+    assert tool.name == "read_resource" and first.uri in tool.description
+    assert "demo://resource/dynamic/text/{resourceId}" in tool.description
+    assert tool.execute({"uri": first.uri}) == client.read_resource(first.uri)[0].text
+    blob = tool.execute({"uri": "demo://resource/dynamic/blob/3"})
+    assert isinstance(blob, list) and "demo://resource/dynamic/blob/3" in blob[0].text
+    with pytest.raises(McpError):
+        tool.execute({"uri": "demo://nothing/here"})
