@@ -32,6 +32,10 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt", "McpPromptArgument",
              "McpPromptResult", "sampling_handler_for", "McpResourceTool"}
+EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",
+             "TurnNotPausedError", "ApprovalDecisionError"}
+EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
+             "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():

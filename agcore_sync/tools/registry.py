@@ -27,6 +27,7 @@ from concurrent.futures import Future, wait
 from time import perf_counter
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from agcore_sync import _check
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
 from agcore_sync.tools._batch import Batch, Call, collect
@@ -124,8 +125,9 @@ class ToolRegistry:
     def __init__(
         self, permission_checker: Optional[PermissionChecker] = None, max_workers: Optional[int] = None
     ) -> None:
-        if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
-            raise ValueError(f"max_workers must be a positive int or None, got {max_workers!r}")
+        _check.optional_instance("ToolRegistry", "permission_checker", permission_checker, PermissionChecker,
+                                 "a PermissionChecker, e.g. PermissionChecker(PermissionConfig())")
+        _check.positive_int("ToolRegistry", "max_workers", max_workers, allow_none=True)
         self._checker = permission_checker
         self._max_workers = max_workers or DEFAULT_MAX_WORKERS
         # Guards _tools, _executor, _closed and additions to _running.

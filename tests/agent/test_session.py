@@ -354,7 +354,7 @@ def test_a_session_survives_json_and_resumes_where_it_stopped(registry):
     session.submit_turn("2 + 3?")
     session.create_slot("notes", readonly=True, messages=[Message.user("remember 5")])
     data = json.loads(json.dumps(session.to_dict()))
-    assert data["format_version"] == 1
+    assert data["format_version"] == 2
 
     hooks, fired = recording_hooks(HookEvent.ON_TURN_START)
     later = MockProvider([MockProvider.text("still 5", usage=Usage(1, 1))])
@@ -375,7 +375,7 @@ def test_a_session_survives_json_and_resumes_where_it_stopped(registry):
         resumed.submit_turn("write here")
 
 
-@pytest.mark.parametrize("version", [2, None, "1"])
+@pytest.mark.parametrize("version", [3, None, "1"])
 def test_loading_an_unknown_or_missing_format_version_is_an_agent_error(registry, version):
     data = AgentSession(MockProvider([]), CycleConfig(), registry).to_dict()
     if version is None:
@@ -404,3 +404,11 @@ def test_a_session_works_unchanged_inside_a_running_asyncio_event_loop(registry)
     assert answer.message.text == "5"
     assert events[-1].full_response.message.text == "5 again"
     assert session.turn_index == 2 and len(session.messages()) == 8
+
+
+@pytest.mark.parametrize("data", [{"messages": []}, [1, 2], "{}"], ids=["dict", "list", "str"])
+def test_from_dict_of_something_that_is_not_a_session_says_so(data):
+    from agcore_sync.agent.errors import AgentError
+
+    with pytest.raises(AgentError, match="is not a saved session; pass what session.to_dict"):
+        AgentSession.from_dict(data, provider=MockProvider([]))

@@ -45,7 +45,7 @@ from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 from agcore_sync.tools.mcp._features import ServerFeatures, delegate
-from agcore_sync.tools.mcp._handshake import Agreement, check_protocol, negotiate
+from agcore_sync.tools.mcp._handshake import Agreement, check_client_arguments, check_protocol, negotiate
 from agcore_sync.tools.mcp._pending import PendingTable, copy_lost, with_stderr
 from agcore_sync.tools.mcp._progress import ProgressCallback, ProgressRoutes
 from agcore_sync.tools.mcp._requests import Requester
@@ -129,6 +129,7 @@ class McpClient:
         protocol: Optional[str] = None,
         restart: Optional[RestartPolicy] = None,
     ) -> None:
+        check_client_arguments(server_name, transport, timeout)
         check_protocol(protocol)
         check_restart(restart, transport, server_name)
         self.server_name = server_name
