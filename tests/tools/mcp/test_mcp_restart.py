@@ -182,11 +182,11 @@ def test_a_policy_refuses_negative_or_non_finite_values(kwargs):
 
 
 def test_restart_needs_a_transport_that_can_start_again():
-    class OneShot:
+    class OneShot(StdioTransport):
         restartable = False
 
     with pytest.raises(ValueError, match="StdioTransport, HttpTransport"):
-        McpClient("remote", OneShot(), restart=RestartPolicy())
+        McpClient("remote", OneShot(sys.executable), restart=RestartPolicy())
     with pytest.raises(TypeError):
         McpClient("local", StdioTransport(sys.executable), restart={"max_restarts": 3})
     transport = HttpTransport("http://127.0.0.1:9/mcp")
