@@ -1,4 +1,4 @@
-"""The MCP client: transports, :class:`McpClient`, and the :class:`McpTool` adapter.
+"""The MCP client: transports, :class:`McpClient`, the :class:`McpTool` adapter, resources, prompts, sampling.
 
 .. versionadded:: 0.1.0
 """
