@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from agcore_sync.agent.errors import AgentError
 from agcore_sync.agent.slots import SlotStore
@@ -30,6 +30,7 @@ from agcore_sync.hooks import HookError, HookEvent, Hooks
 from agcore_sync.llm.cost import PricingArg, find_pricing
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
+from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
 from agcore_sync.loop.tool_stream import ToolLoopStream
@@ -58,12 +59,14 @@ class TurnStream(ToolLoopStream):
             :class:`~agcore_sync.loop.tool_loop.TurnRecord` when the stream
             ends (the messages are already in the cycle's history).
         max_buffered_events: bounds the event queue (None: unbounded).
+        output: the turn's structured-output plan, or None.
     """
 
-    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: str, *,
-                 end_turn: Callable[[TurnRecord], None], max_buffered_events: Optional[int] = None) -> None:
+    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: Union[str, Message], *,
+                 end_turn: Callable[[TurnRecord], None], max_buffered_events: Optional[int] = None,
+                 output: Optional[OutputPlan] = None) -> None:
         self._end_turn = end_turn
-        super().__init__(cycle, registry, user_input, max_buffered_events=max_buffered_events)
+        super().__init__(cycle, registry, user_input, max_buffered_events=max_buffered_events, output=output)
 
     def _on_end(self, record: TurnRecord) -> None:
         try:
@@ -210,34 +213,46 @@ class AgentSession:
         # The stream has already put the turn's messages into the slot.
         self._end_turn(record, append_messages=False)
 
-    def submit_turn(self, user_input: str) -> MessageResponse:
+    def submit_turn(self, user_input: Union[str, Message], *, output: Any = None) -> MessageResponse:
         """Run one turn to its end and return the final response.
 
+        ``user_input`` may be a user :class:`Message` (with images or
+        documents). ``output=`` asks for structured output as
+        :meth:`LlmCycle.submit_with_tools <agcore_sync.loop.cycle.LlmCycle.submit_with_tools>`
+        does: the value is ``response.output``.
+
         Raises:
+            TypeError, ValueError: ``output`` is not a usable schema (no turn starts).
             SlotReadonlyError: the current slot is readonly (nothing sent).
             AgentError: a turn is already open.
             LlmError, ToolError, HookError: the turn failed; it still ended.
         """
+        plan = OutputPlan.of(output, self.config)
         self._start_turn()
-        loop = ToolLoop(self._cycle, self.registry)
+        loop = ToolLoop(self._cycle, self.registry, output=plan)
         try:
             return loop.run(user_input)
         finally:
             self._end_turn(loop.record(), append_messages=True)
 
-    def submit_turn_stream(self, user_input: str, *, max_buffered_events: Optional[int] = None) -> TurnStream:
+    def submit_turn_stream(self, user_input: Union[str, Message], *, max_buffered_events: Optional[int] = None,
+                           output: Any = None) -> TurnStream:
         """Start a turn and return its stream; ``ON_TURN_START`` has fired.
 
         The turn ends by itself when the stream is exhausted or closed.
+        With ``output=`` (see :meth:`submit_turn`) the value is
+        ``stream.final_response.output``.
 
         Raises:
+            TypeError, ValueError: ``output`` is not a usable schema (no turn starts).
             SlotReadonlyError: the current slot is readonly (no stream starts).
             AgentError: a turn is already open.
         """
+        plan = OutputPlan.of(output, self.config)
         self._start_turn()
         try:
             stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
-                                max_buffered_events=max_buffered_events)
+                                max_buffered_events=max_buffered_events, output=plan)
         except BaseException:
             self._turn_open = False
             raise

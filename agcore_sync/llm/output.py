@@ -321,6 +321,11 @@ def _describe(output: Any) -> Tuple[Dict[str, Any], str, Callable[[str, Any], An
     return schema, output.__name__, (lambda _text, data: convert(data) if convert else data), False
 
 
+def dump_json(value: Any) -> Any:
+    """Return a parsed output value as plain JSON data (what :meth:`OutputSchema.dump` does, without a schema)."""
+    return _json_data(value)
+
+
 def _json_data(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int, float)):
         return value

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import attrs
 
 from agcore_sync.hooks import HookEvent
-from agcore_sync.llm.errors import MaxToolTurnsExceeded
+from agcore_sync.llm.errors import LlmError, MaxToolTurnsExceeded, OutputRefusedError
 from agcore_sync.llm.events import (
     CostUpdate,
     MessageComplete,
@@ -30,6 +30,7 @@ from agcore_sync.llm.events import (
 from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop._output import OutputPlan
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
@@ -130,6 +131,13 @@ class ToolLoop:
         registry: the tools.
         emit: if given, the loop streams and passes every event to it.
         cancel: checked between steps when streaming; also ends retry waits.
+        output: the turn's structured output (an
+            :class:`~agcore_sync.loop._output.OutputPlan`), or None. The
+            answer is then validated and converted into
+            ``final_response.output``; an invalid one goes back to the model
+            (``output_retries`` times; these retries do not count as tool
+            rounds), then raises ``OutputValidationError``; a refusal raises
+            ``OutputRefusedError`` at once.
 
     Attributes:
         new_messages: the user message and every complete round so far (and
@@ -142,8 +150,9 @@ class ToolLoop:
 
     def __init__(self, cycle: Conversation, registry: ToolRegistry, *,
                  emit: Optional[Callable[[StreamEvent], None]] = None,
-                 cancel: Optional[threading.Event] = None) -> None:
+                 cancel: Optional[threading.Event] = None, output: Optional[OutputPlan] = None) -> None:
         self.cycle = cycle
+        self.output = output
         self.registry = registry
         self.emit = emit
         self.cancel = cancel if cancel is not None else threading.Event()
@@ -153,27 +162,41 @@ class ToolLoop:
         self._responses: List[MessageResponse] = []
         self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
 
-    def run(self, prompt: str) -> MessageResponse:
-        """Run the turn for ``prompt``; return the final response."""
-        config = self.cycle.config
-        self.new_messages = [Message.user(prompt)]
+    def run(self, prompt: Union[str, Message]) -> MessageResponse:
+        """Run the turn for ``prompt`` (a str, or a user :class:`Message` with images...); return the final response."""
+        plan = self.output
+        self.new_messages = [prompt if isinstance(prompt, Message) else Message.user(prompt)]
         definitions = self.registry.definitions()
-        limit = config.tool_turn_limit
-        for _ in range(limit):
+        limit = self.cycle.config.tool_turn_limit
+        rounds = retries = 0
+        while True:
             self._check_cancel()
-            request = self.cycle.build_request([*self.cycle.messages(), *self.new_messages], definitions)
-            response = self._request(request)
-            if not response.has_tool_calls:
+            request = self.cycle.build_request([*self.cycle.messages(), *self.new_messages], definitions,
+                                               output=plan)
+            response, error = self._request(request)
+            if plan is None and not response.has_tool_calls:
                 self.new_messages = [*self.new_messages, response.message]
                 return response
+            if plan is not None and plan.is_answer(response):
+                if error is None:
+                    self.new_messages = [*self.new_messages, response.message, *plan.closing_messages(response)]
+                    return response
+                if isinstance(error, OutputRefusedError) or retries >= plan.retries:
+                    raise error
+                retries += 1
+                self.new_messages = [*self.new_messages, response.message,
+                                     *plan.retry_messages(response, error)]  # type: ignore[arg-type]
+                continue
             results = self._run_tools(response.message.tool_uses)
             # One reference swap per round: a reader on another thread (a
             # stream's close()) sees whole rounds only.
             self.new_messages = [*self.new_messages, response.message, *results]
-        raise MaxToolTurnsExceeded(
-            f"the tool loop made {limit} provider calls and the model still asks for tools; "
-            "raise CycleConfig.max_tool_turns or check the tools' answers"
-        )
+            rounds += 1
+            if rounds >= limit:
+                raise MaxToolTurnsExceeded(
+                    f"the tool loop made {limit} provider calls and the model still asks for tools; "
+                    "raise CycleConfig.max_tool_turns or check the tools' answers"
+                )
 
     def record(self) -> TurnRecord:
         """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
@@ -186,17 +209,25 @@ class ToolLoop:
 
     # -- provider -------------------------------------------------------------
 
-    def _request(self, request: MessageRequest) -> MessageResponse:
+    def _request(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
+        """Return the response (with ``.output`` once a valid answer) and the output error, if any."""
         if self.emit is None:
             response = self.cycle.call_provider(request)
             self.usage_by_model.append((response.usage, response.model))
+            response, error = self._settle(response)
         else:
-            response = self._request_stream(request)
+            response, error = self._request_stream(request)
         self._responses.append(response)
         self.final_response = response
-        return response
+        return response, error
 
-    def _request_stream(self, request: MessageRequest) -> MessageResponse:
+    def _settle(self, response: MessageResponse) -> Tuple[MessageResponse, Optional[LlmError]]:
+        plan = self.output
+        if plan is None or not plan.is_answer(response):
+            return response, None
+        return plan.settle(response)
+
+    def _request_stream(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
         # The hot path of a stream: per event only flag and type checks and
         # the hand-off. The response comes whole with MessageComplete; the
         # events are kept to rebuild it for a provider that sends none.
@@ -204,6 +235,7 @@ class ToolLoop:
         seen: List[StreamEvent] = []
         keep, emit, cancelled = seen.append, self.emit, self.cancel.is_set
         complete: Optional[MessageResponse] = None
+        error: Optional[LlmError] = None
         model = request.model or self.cycle.provider.model
         try:
             for event in events:
@@ -212,7 +244,10 @@ class ToolLoop:
                 keep(event)
                 kind = type(event)
                 if kind is MessageComplete:
-                    complete = event.full_response  # type: ignore[attr-defined]
+                    # Settled before it is emitted, so the answer's MessageComplete carries .output.
+                    complete, error = self._settle(event.full_response)  # type: ignore[attr-defined]
+                    if complete is not event.full_response:  # type: ignore[attr-defined]
+                        event = MessageComplete(complete)
                 elif kind is CostUpdate:
                     self.usage_by_model.append((event.usage, model))  # type: ignore[attr-defined]
                 elif kind is MessageStart:
@@ -225,11 +260,11 @@ class ToolLoop:
             if close is not None:
                 close()  # closes the HTTP response, also on cancel
         if complete is not None:
-            return complete
+            return complete, error
         partial = PartialMessageResponse()
         for event in seen:
             partial.apply(event)
-        return partial.finalize()
+        return self._settle(partial.finalize())
 
     # -- tools ----------------------------------------------------------------
 

@@ -34,11 +34,12 @@ import contextvars
 import itertools
 import logging
 import threading
-from typing import Any, Deque, Iterator, Optional, Tuple
+from typing import Any, Deque, Iterator, Optional, Tuple, Union
 
 from agcore_sync.llm.events import Error, StreamEvent
 from agcore_sync.llm.types import Message, MessageResponse
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.tool_loop import Cancelled, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
@@ -151,7 +152,7 @@ class _Worker:
     collected (and closed) while the worker runs.
     """
 
-    def __init__(self, loop: ToolLoop, prompt: str, channel: _Channel, cancel: threading.Event) -> None:
+    def __init__(self, loop: ToolLoop, prompt: Union[str, Message], channel: _Channel, cancel: threading.Event) -> None:
         self.loop = loop
         self.prompt = prompt
         self.channel = channel
@@ -183,18 +184,19 @@ class ToolLoopStream:
     Attributes:
         new_messages: the messages the turn added (user message first), a
             tuple; ``()`` until the stream has ended.
-        final_response: the last ``MessageResponse`` received, or None.
+        final_response: the last ``MessageResponse`` received, or None;
+            with ``output=`` its ``output`` holds the validated answer.
         error: the exception of the final ``Error`` event, or None.
     """
 
-    def __init__(self, cycle: Conversation, registry: ToolRegistry, prompt: str, *,
-                 max_buffered_events: Optional[int] = None) -> None:
+    def __init__(self, cycle: Conversation, registry: ToolRegistry, prompt: Union[str, Message], *,
+                 max_buffered_events: Optional[int] = None, output: Optional[OutputPlan] = None) -> None:
         if max_buffered_events is not None and max_buffered_events < 1:
             raise ValueError(f"max_buffered_events must be None or at least 1, got {max_buffered_events}")
         self._cycle = cycle
         self._cancel = threading.Event()
         self._channel = _Channel(max_buffered_events or 0, self._cancel)
-        self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel)
+        self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel, output=output)
         worker = _Worker(self._loop, prompt, self._channel, self._cancel)
         # Held for the whole end, so a thread that finds the stream ending
         # (a consumer's next(), a close()) returns only once it has ended;

@@ -18,7 +18,7 @@ PACKAGE = pathlib.Path(agcore_sync.__file__).parent
 LAYERS = ["errors", "_http", "llm", "tools", "hooks", "loop", "agent", "prompt", "telemetry", "contrib", "cli"]
 
 #: loop/ inside itself: a module imports only modules before it.
-LOOP_ORDER = ["config", "_conversation", "tool_loop", "tool_stream", "cycle"]
+LOOP_ORDER = ["config", "_conversation", "_output", "tool_loop", "tool_stream", "cycle"]
 
 #: The registry's modules: the invocation value, batch settling, the pool, then the registry.
 TOOLS_ORDER = ["invocation", "_batch", "_pool", "registry"]
