@@ -28,7 +28,7 @@ from agcore_sync.llm.events import (
     ToolExecutionStarted,
 )
 from agcore_sync.llm.partial import PartialMessageResponse
-from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
+from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, TextBlock, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._output import OutputPlan
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
@@ -70,6 +70,13 @@ def _cut_output(invocation: ToolInvocation, max_bytes: Optional[int]) -> ToolInv
     """Return ``invocation`` with its output replaced by the cut text if too long."""
     if max_bytes is None or not invocation.ok:
         return invocation
+    blocks = invocation.blocks
+    if blocks is not None:  # cut each text block; images have their own size limit
+        cut_blocks = tuple(TextBlock(cut_utf8(b.text, max_bytes)) if isinstance(b, TextBlock) else b for b in blocks)
+        if cut_blocks == blocks:
+            return invocation
+        return ToolInvocation(invocation.tool_name, invocation.input, output=cut_blocks,
+                              tool_call_id=invocation.tool_call_id, duration_s=invocation.duration_s)
     text = invocation.content()
     cut = cut_utf8(text, max_bytes)
     if cut is text:
@@ -312,7 +319,8 @@ class ToolLoop:
         # a megabyte of message) is cut here, on its way to the model.
         max_bytes = self.cycle.config.max_tool_result_bytes
         results = [Message.tool_result(inv.tool_call_id or call.id,
-                                       inv.content() if inv.ok else cut_utf8(inv.content(), max_bytes), not inv.ok)
+                                       inv.result_content() if inv.ok else cut_utf8(inv.content(), max_bytes),
+                                       not inv.ok)
                    for call, inv in zip(calls, outcomes)]  # type: ignore[union-attr]
         for inv in outcomes:
             if inv is not None and inv.error is not None and not inv.error.recoverable:
