@@ -17,8 +17,10 @@ format at this edge only:
   ``output_config`` (``format``, ``effort``); ``thinking`` is
   ``{"type": "enabled", "budget_tokens": n}`` or ``{"type": "adaptive"}``
   (with no ``max_tokens`` on the request, ``max_tokens`` is the budget plus
-  :data:`DEFAULT_MAX_TOKENS`); ``prompt_cache`` places ``cache_control``
-  breakpoints (see :func:`place_cache_breakpoints`); ``extra_body`` is
+  :data:`DEFAULT_MAX_TOKENS`); ``prompt_cache`` places at most four
+  ``cache_control`` breakpoints: the last tool, the system prompt, the last
+  message, and the message that was last in the previous round of a tool
+  loop (so each round reads the previous round's cache); ``extra_body`` is
   merged last, its keys replacing the body's.
 - Streams are read as their bytes arrive and translated event by event by
   :class:`~agcore_sync.llm._anthropic_stream.AnthropicStreamTranslator`; the
@@ -74,7 +76,6 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_ANTHROPIC_VERSION",
     "DEFAULT_MAX_TOKENS",
-    "place_cache_breakpoints",
 ]
 
 logger = logging.getLogger("agcore_sync.llm")
@@ -168,7 +169,7 @@ def _tool_choice_to_wire(choice: Any) -> Dict[str, Any]:
 CACHE_CONTROL = {"type": "ephemeral"}
 
 
-def place_cache_breakpoints(body: Dict[str, Any]) -> None:
+def _place_cache_breakpoints(body: Dict[str, Any]) -> None:
     """Put ``cache_control`` breakpoints on a request body, at most four.
 
     1. the last tool definition (caches every tool);
@@ -298,7 +299,7 @@ class AnthropicProvider(HttpProvider):
         if output_config:
             body["output_config"] = output_config
         if request.prompt_cache:
-            place_cache_breakpoints(body)
+            _place_cache_breakpoints(body)
         if stream:
             body["stream"] = True
         if request.extra_body:

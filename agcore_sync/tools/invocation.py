@@ -16,7 +16,7 @@ from agcore_sync.llm.media import ImageBlock
 from agcore_sync.llm.types import ContentBlock, TextBlock
 from agcore_sync.tools.error import ToolExecutionError
 
-__all__ = ["ToolInvocation", "CompletionCallback", "as_blocks"]
+__all__ = ["ToolInvocation", "CompletionCallback"]
 
 
 @attrs.frozen
@@ -71,7 +71,7 @@ class ToolInvocation:
         """
         if self.error is not None:
             return None
-        return as_blocks(self.output)
+        return _as_blocks(self.output)
 
     def result_content(self) -> Union[str, Tuple[ContentBlock, ...]]:
         """Return what the tool result carries: :attr:`blocks` when there are some, else :meth:`content`.
@@ -105,7 +105,7 @@ class ToolInvocation:
         return self._text
 
 
-def as_blocks(output: Any) -> Optional[Tuple[ContentBlock, ...]]:
+def _as_blocks(output: Any) -> Optional[Tuple[ContentBlock, ...]]:
     """Return ``output`` as tool-result blocks if it is a ``TextBlock`` / ``ImageBlock`` or a non-empty list of them."""
     if isinstance(output, (TextBlock, ImageBlock)):
         return (output,)
@@ -117,7 +117,7 @@ def as_blocks(output: Any) -> Optional[Tuple[ContentBlock, ...]]:
 def _result_text(tool_name: str, output: Any) -> str:
     if isinstance(output, str):
         return output
-    blocks = as_blocks(output)
+    blocks = _as_blocks(output)
     if blocks is not None:
         return "".join(b.text if isinstance(b, TextBlock) else f"[image: {b.media_type or 'from a URL'}]"
                        for b in blocks)

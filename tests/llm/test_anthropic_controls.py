@@ -15,7 +15,7 @@ import pytest
 import responses
 
 from agcore_sync.agent.session import AgentSession
-from agcore_sync.llm.anthropic import AnthropicProvider, place_cache_breakpoints
+from agcore_sync.llm.anthropic import AnthropicProvider, _place_cache_breakpoints
 from agcore_sync.llm.cost import Pricing
 from agcore_sync.llm.errors import OutputRefusedError
 from agcore_sync.llm.events import MessageComplete
@@ -271,11 +271,11 @@ def test_no_cache_control_without_prompt_cache(api, provider):
 def test_breakpoints_skip_thinking_blocks_and_empty_bodies():
     wire = {"messages": [{"role": "assistant", "content": [{"type": "text", "text": "a"},
                                                            {"type": "thinking", "thinking": "t", "signature": "s"}]}]}
-    place_cache_breakpoints(wire)
+    _place_cache_breakpoints(wire)
     assert "cache_control" in wire["messages"][0]["content"][0]
     assert "cache_control" not in wire["messages"][0]["content"][1]
     empty: Dict[str, Any] = {"messages": []}
-    place_cache_breakpoints(empty)
+    _place_cache_breakpoints(empty)
     assert empty == {"messages": []}
 
 

@@ -15,7 +15,7 @@ from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.mcp import McpClient, StdioTransport
-from agcore_sync.tools.mcp.adapter import content_blocks
+from agcore_sync.tools.mcp.client import McpToolResult
 from agcore_sync.tools.registry import ToolRegistry
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
@@ -56,7 +56,7 @@ def test_a_tool_returning_blocks_reaches_the_model_as_a_tool_result_of_blocks():
 
 
 def test_content_blocks_translate_every_mcp_content_type():
-    blocks = content_blocks([
+    blocks = McpToolResult([
         {"type": "text", "text": "hi"},
         {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
         {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
@@ -65,7 +65,7 @@ def test_content_blocks_translate_every_mcp_content_type():
         {"type": "resource", "resource": {"uri": "memo://2", "blob": "AAE=", "mimeType": "application/zip"}},
         {"type": "image", "data": "PHN2Zy8+", "mimeType": "image/svg+xml"},
         {"type": "hologram"},
-    ])
+    ]).blocks()
     assert blocks[0] == TextBlock("hi")
     assert blocks[1] == ImageBlock("image/png", data="iVBORw0KGgo=")
     assert "audio/wav" in blocks[2].text and "file:///a.md" in blocks[3].text

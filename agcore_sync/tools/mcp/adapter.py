@@ -16,15 +16,13 @@ imports this one for ``into_tools``): imports inside ``tools/mcp`` run one way.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
+from typing import Any, Dict, Mapping, Optional, Protocol, Sequence
 
-from agcore_sync.llm.media import ImageBlock
-from agcore_sync.llm.types import ContentBlock, TextBlock
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import McpConnectionError, ToolExecutionError
 from agcore_sync.tools.mcp._result import McpToolResult
 
-__all__ = ["McpTool", "McpToolCaller", "content_blocks"]
+__all__ = ["McpTool", "McpToolCaller"]
 
 logger = logging.getLogger("agcore_sync.mcp")
 
@@ -66,7 +64,8 @@ class McpTool(BaseTool):
             ``isError`` results. The server's ``idempotentHint`` never counts.
 
     ``execute`` returns, when the result holds anything but text, a list of
-    blocks the model reads (:func:`content_blocks`: images as
+    blocks the model reads (:meth:`McpToolResult.blocks
+    <agcore_sync.tools.mcp.client.McpToolResult.blocks>`: images as
     :class:`~agcore_sync.llm.media.ImageBlock`, audio as a text marker,
     resource links and embedded resources as text with their URI);
     otherwise the result's text, else its ``structuredContent``, else the
@@ -127,57 +126,9 @@ class McpTool(BaseTool):
                 tool_name=self.name,
             )
         if any(isinstance(b, dict) and b.get("type") != "text" for b in result.content):
-            return content_blocks(result.content)
+            return result.blocks()
         if result.text:
             return result.text
         if result.structured_content is not None:
             return result.structured_content
         return list(result.content)
-
-
-def content_blocks(content: Sequence[Mapping[str, Any]]) -> List[ContentBlock]:
-    """Translate an MCP tool result's content into blocks a tool result can carry.
-
-    - ``text``: a :class:`TextBlock`;
-    - ``image``: an :class:`~agcore_sync.llm.media.ImageBlock` (an image
-      of a type the providers refuse, or with bad data, becomes a text
-      marker saying so);
-    - ``audio``: a text marker with its media type (the model APIs take no
-      audio in tool results);
-    - ``resource_link``: text with its name and URI;
-    - ``resource`` (embedded): its text after its URI, or for a blob a
-      marker with its URI and media type;
-    - anything else: a marker naming its type.
-
-    .. versionadded:: 0.1.0
-    """
-    blocks: List[ContentBlock] = []
-    for item in content:
-        if not isinstance(item, Mapping):
-            continue
-        kind = item.get("type")
-        mime = item.get("mimeType") or "unknown type"
-        if kind == "text":
-            blocks.append(TextBlock(str(item.get("text", ""))))
-        elif kind == "image":
-            try:
-                blocks.append(ImageBlock(item.get("mimeType"), data=item.get("data")))
-            except (TypeError, ValueError) as exc:
-                blocks.append(TextBlock(f"[image ({mime}) not shown: {exc}]"))
-        elif kind == "audio":
-            size = len(item.get("data") or "")
-            blocks.append(TextBlock(f"[audio ({mime}, {size} base64 characters): not shown, the model takes no audio]"))
-        elif kind == "resource_link":
-            name = item.get("name") or item.get("title") or ""
-            blocks.append(TextBlock(f"[resource link: {name} {item.get('uri', '')}]".replace("  ", " ")))
-        elif kind == "resource":
-            resource = item.get("resource") if isinstance(item.get("resource"), Mapping) else {}
-            uri = resource.get("uri", "")
-            if isinstance(resource.get("text"), str):
-                blocks.append(TextBlock(f"[resource {uri}]\n{resource['text']}"))
-            else:
-                blocks.append(TextBlock(f"[resource {uri} ({resource.get('mimeType') or 'unknown type'}): binary, "
-                                        "not shown]"))
-        else:
-            blocks.append(TextBlock(f"[{kind} content not shown]"))
-    return blocks
