@@ -380,10 +380,13 @@ class MessageRequest:
         check_thinking(self.thinking, self.max_tokens)
 
     def to_dict(self) -> Dict[str, Any]:
-        """Return a JSON-ready dict (``output`` as its JSON Schema and name)."""
+        """Return a JSON-ready dict.
+
+        The request controls appear only when set (``output`` as its name
+        and JSON Schema), so a request without them has the keys it always had.
+        """
         choice = self.tool_choice.to_dict() if isinstance(self.tool_choice, ToolChoice) else self.tool_choice
-        output = None if self.output is None else {"name": self.output.name, "schema": self.output.json_schema}
-        return {
+        data: Dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_dict() for m in self.messages],
             "system": self.system,
@@ -392,12 +395,15 @@ class MessageRequest:
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stop": list(self.stop) if self.stop is not None else None,
-            "output": output,
-            "prompt_cache": self.prompt_cache,
-            "thinking": self.thinking,
-            "reasoning_effort": self.reasoning_effort,
-            "extra_body": self.extra_body,
         }
+        if self.output is not None:
+            data["output"] = {"name": self.output.name, "schema": self.output.json_schema}
+        if self.prompt_cache:
+            data["prompt_cache"] = True
+        for key in ("thinking", "reasoning_effort", "extra_body"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> MessageRequest:
