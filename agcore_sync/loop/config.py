@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional, Union
 
 import attrs
 
+from agcore_sync import _check
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.llm.types import check_thinking
 
@@ -28,6 +29,29 @@ def _retry_converter(value: Any) -> Optional[RetryConfig]:
     if isinstance(value, dict):
         return RetryConfig.from_dict(value)
     return value
+
+
+# Validators: a wrong setting fails when the config is made, naming the field.
+
+
+def _optional_str(_: Any, attribute: Any, value: Any) -> None:
+    _check.optional_str("CycleConfig", attribute.name, value)
+
+
+def _count(_: Any, attribute: Any, value: Any) -> None:
+    _check.positive_int("CycleConfig", attribute.name, value, allow_none=True)
+
+
+def _seconds(_: Any, attribute: Any, value: Any) -> None:
+    _check.positive_number("CycleConfig", attribute.name, value, allow_none=True)
+
+
+def _temperature(_: Any, attribute: Any, value: Any) -> None:
+    _check.positive_number("CycleConfig", attribute.name, value, allow_none=True, allow_zero=True)
+
+
+def _retry_config(_: Any, attribute: Any, value: Any) -> None:
+    _check.optional_instance("CycleConfig", attribute.name, value, RetryConfig, "a RetryConfig (or None: no retry)")
 
 
 @attrs.frozen
@@ -74,15 +98,16 @@ class CycleConfig:
        ``reasoning_effort`` and ``extra_body``.
     """
 
-    model: Optional[str] = None
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
-    max_turns: Optional[int] = None
-    retry: Optional[RetryConfig] = attrs.field(default=RetryConfig(), converter=_retry_converter)
-    max_tool_turns: Optional[int] = 10
-    tool_timeout_secs: Optional[float] = 30.0
-    max_tool_result_bytes: Optional[int] = 100_000
-    max_repeated_tool_calls: Optional[int] = 3
+    model: Optional[str] = attrs.field(default=None, validator=_optional_str)
+    max_tokens: Optional[int] = attrs.field(default=None, validator=_count)
+    temperature: Optional[float] = attrs.field(default=None, validator=_temperature)
+    max_turns: Optional[int] = attrs.field(default=None, validator=_count)
+    retry: Optional[RetryConfig] = attrs.field(default=RetryConfig(), converter=_retry_converter,
+                                               validator=_retry_config)
+    max_tool_turns: Optional[int] = attrs.field(default=10, validator=_count)
+    tool_timeout_secs: Optional[float] = attrs.field(default=30.0, validator=_seconds)
+    max_tool_result_bytes: Optional[int] = attrs.field(default=100_000, validator=_count)
+    max_repeated_tool_calls: Optional[int] = attrs.field(default=3, validator=_count)
     output_mode: str = attrs.field(default="native", kw_only=True)
     output_retries: int = attrs.field(default=1, kw_only=True)
     prompt_cache: bool = attrs.field(default=False, kw_only=True, converter=bool)
