@@ -336,13 +336,18 @@ cycle_configs = st.builds(
     CycleConfig,
     model=st.none() | st.text(max_size=10),
     max_tokens=st.none() | st.integers(1, 10**6),
-    temperature=st.none() | finite_floats,
+    temperature=st.none() | st.floats(0, 2, allow_nan=False),
     max_turns=st.none() | st.integers(1, 100),
     retry=st.none() | retry_configs,
     max_tool_turns=st.none() | st.integers(1, 100),
-    tool_timeout_secs=st.none() | st.floats(0, 1000, allow_nan=False),
-    max_tool_result_bytes=st.none() | st.integers(0, 10**7),
-    max_repeated_tool_calls=st.none() | st.integers(0, 10),
+    tool_timeout_secs=st.none() | st.floats(0.001, 1000, allow_nan=False),
+    max_tool_result_bytes=st.none() | st.integers(1, 10**7),
+    max_repeated_tool_calls=st.none() | st.integers(1, 10),
+    output_mode=st.sampled_from(["native", "tool", "prompted"]),
+    output_retries=st.integers(0, 5),
+    prompt_cache=st.booleans(),
+    reasoning_effort=st.none() | st.sampled_from(["low", "medium", "high"]),
+    extra_body=st.none() | st.dictionaries(st.text(max_size=8), st.integers(), max_size=3),
 )
 
 opt_text = st.none() | st.text(max_size=15)
