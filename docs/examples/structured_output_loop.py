@@ -6,7 +6,7 @@ import dataclasses
 import json
 from typing import List
 
-from agcore_sync import AgentSession, CycleConfig, LlmCycle, MockProvider, ToolRegistry, tool
+from agcore_sync import AgentSession, CycleConfig, LlmCycle, MessageComplete, MockProvider, ToolRegistry, tool
 
 
 @dataclasses.dataclass
@@ -58,6 +58,6 @@ provider = MockProvider([MockProvider.tool_calls(("final_result", {"city": "Oslo
 with AgentSession(provider, CycleConfig(output_mode="tool")) as session:
     with session.submit_turn_stream("Plan a weekend in Oslo.", output=Trip) as stream:
         for event in stream:
-            pass
-    print(stream.final_response.output)  # Trip(city='Oslo', days=2, packing=[])
+            if isinstance(event, MessageComplete):  # the answer's event carries the value too
+                print(event.full_response.output)  # Trip(city='Oslo', days=2, packing=[])
     print(json.dumps(stream.final_response.to_dict()["output"]))  # {"city": "Oslo", "days": 2, "packing": []}
