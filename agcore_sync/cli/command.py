@@ -39,7 +39,6 @@ from agcore_sync.cli.demo import DEMO_QUESTION
 from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
 from agcore_sync.cli.setup import CliError, Setup, build
 from agcore_sync.errors import AgcoreError
-from agcore_sync.llm.output import OutputSchema, dump_json
 
 __all__ = ["main"]
 
@@ -141,8 +140,8 @@ def _describe(exc: AgcoreError) -> str:
     return message
 
 
-def load_output(spec: str) -> OutputSchema:
-    """Return the output schema ``--output`` names: a JSON Schema file, or ``module:Class``.
+def load_output(spec: str) -> Any:
+    """Return the ``OutputSchema`` that ``--output`` names: a JSON Schema file, or ``module:Class``.
 
     Raises:
         CliError: the file cannot be read or is not JSON, the class cannot
@@ -168,6 +167,8 @@ def load_output(spec: str) -> OutputSchema:
             raise CliError(f"--output: cannot import {module_name!r}: {exc}") from None
         except AttributeError:
             raise CliError(f"--output: {module_name!r} has no {attribute!r}") from None
+    from agcore_sync.llm.output import OutputSchema  # only when --output is given
+
     try:
         return OutputSchema.of(target)
     except (TypeError, ValueError) as exc:
@@ -177,11 +178,13 @@ def load_output(spec: str) -> OutputSchema:
 def _shown(value: Any) -> str:
     """Return the validated output as one line: JSON for plain data, the repr for an instance."""
     if value is None or isinstance(value, (dict, list, str, int, float, bool)):
+        from agcore_sync.llm.output import dump_json
+
         return json.dumps(dump_json(value), ensure_ascii=False)
     return repr(value)
 
 
-def run_demo(setup: Setup, question: str, out: TextIO, err: TextIO, output: Optional[OutputSchema] = None) -> int:
+def run_demo(setup: Setup, question: str, out: TextIO, err: TextIO, output: Any = None) -> int:
     """Run the demo turn on ``setup`` and print it; return the exit status.
 
     With ``output`` the turn asks for structured output and the validated

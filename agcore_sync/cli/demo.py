@@ -27,7 +27,6 @@ from agcore_sync.llm.cost import Pricing
 from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.media import ImageBlock
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.output import OUTPUT_TOOL_NAME
 from agcore_sync.llm.types import (
     Message,
     MessageRequest,
@@ -221,13 +220,17 @@ class DemoProvider(MockProvider):
         return _with_usage(MockProvider.text(text, model=self.model), request)
 
 
+#: The ``"tool"`` output mode's tool (``agcore_sync.llm.output.OUTPUT_TOOL_NAME``).
+_OUTPUT_TOOL_NAME = "final_result"
+
+
 def _asked_schema(request: MessageRequest) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """Return the JSON Schema the request asks the answer to follow, and the output tool's name in tool mode."""
     if request.output is not None:
         return request.output.json_schema, None
     if isinstance(request.tool_choice, ToolChoice) or request.tool_choice == "required":
         for definition in request.tools:
-            if definition.name == OUTPUT_TOOL_NAME:
+            if definition.name == _OUTPUT_TOOL_NAME:
                 return definition.parameters, definition.name
     return None, None
 

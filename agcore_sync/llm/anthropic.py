@@ -57,7 +57,6 @@ from agcore_sync.llm._tool_calls import ToolCallIds
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import ResponseParseError
 from agcore_sync.llm.events import StreamEvent
-from agcore_sync.llm.output import anthropic_output_format
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,
@@ -293,6 +292,9 @@ class AnthropicProvider(HttpProvider):
             body["thinking"] = _thinking_to_wire(request.thinking)
         output_config: Dict[str, Any] = {}
         if request.output is not None:
+            # Loaded here: a request with an output schema means the module is loaded already.
+            from agcore_sync.llm.output import anthropic_output_format
+
             output_config["format"] = anthropic_output_format(request.output)
         if request.reasoning_effort is not None:
             output_config["effort"] = request.reasoning_effort

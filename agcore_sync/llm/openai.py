@@ -21,7 +21,6 @@ from agcore_sync.llm._tool_calls import ToolCallIds
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import ResponseParseError
 from agcore_sync.llm.events import StreamEvent
-from agcore_sync.llm.output import openai_response_format
 from agcore_sync.llm.partial import parse_tool_arguments
 from agcore_sync.llm.types import (
     ContentBlock,
@@ -212,6 +211,9 @@ class OpenAIProvider(HttpProvider):
         if request.stop is not None:
             body["stop"] = list(request.stop)
         if request.output is not None:
+            # Loaded here: a request with an output schema means the module is loaded already.
+            from agcore_sync.llm.output import openai_response_format
+
             body["response_format"] = openai_response_format(request.output)
         if request.reasoning_effort is not None:
             body["reasoning_effort"] = request.reasoning_effort

@@ -22,7 +22,9 @@ any request) and the loops consult it at three points:
    (:meth:`OutputPlan.closing_messages`) the tool results that pair every
    call of the final message, so the history stays valid for the next turn.
 
-Pure: no I/O, no threads.
+Pure: no I/O, no threads. :mod:`agcore_sync.llm.output` (and jsonschema
+with it) is imported by the first plan, not with the loops: a program that
+never asks for structured output never loads it.
 """
 
 from __future__ import annotations
@@ -32,17 +34,13 @@ from typing import Any, List, Optional, Tuple
 import attrs
 
 from agcore_sync.llm.errors import LlmError, OutputRefusedError, OutputValidationError
-from agcore_sync.llm.output import (
-    OUTPUT_TOOL_NAME,
-    OutputSchema,
-    output_tool,
-    prompted_instructions,
-    retry_instructions,
-)
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, Role, StopReason, ToolResultBlock
 from agcore_sync.loop.config import CycleConfig
 
 __all__ = ["OutputPlan", "FINAL_RESULT_TEXT", "NOT_RUN_TEXT"]
+
+#: The ``"tool"`` mode's tool name (``agcore_sync.llm.output.OUTPUT_TOOL_NAME``, checked by a test).
+OUTPUT_TOOL_NAME = "final_result"
 
 #: The tool result the ``"tool"`` mode's accepted ``final_result`` call gets.
 FINAL_RESULT_TEXT = "Final answer received."
@@ -62,10 +60,13 @@ class OutputPlan:
     """
 
     def __init__(self, output: Any, config: CycleConfig) -> None:
-        self.schema = OutputSchema.of(output)
+        from agcore_sync.llm import output as wire  # on first use, see the module docstring
+
+        self._wire = wire
+        self.schema = wire.OutputSchema.of(output)
         self.mode = config.output_mode
         self.retries = config.output_retries
-        self._tool, self._forced = output_tool(self.schema) if self.mode == "tool" else (None, None)
+        self._tool, self._forced = wire.output_tool(self.schema) if self.mode == "tool" else (None, None)
 
     @classmethod
     def of(cls, output: Any, config: CycleConfig) -> Optional[OutputPlan]:
@@ -79,7 +80,7 @@ class OutputPlan:
         if self.mode == "native":
             return attrs.evolve(request, output=self.schema)
         if self.mode == "prompted":
-            instructions = prompted_instructions(self.schema)
+            instructions = self._wire.prompted_instructions(self.schema)
             system = f"{request.system}\n\n{instructions}" if request.system else instructions
             return attrs.evolve(request, system=system)
         others = tuple(t for t in request.tools if t.name != OUTPUT_TOOL_NAME)
@@ -124,7 +125,7 @@ class OutputPlan:
 
     def retry_messages(self, response: MessageResponse, error: OutputValidationError) -> List[Message]:
         """Return the messages that follow a bad answer and ask for a corrected one."""
-        feedback = retry_instructions(error)
+        feedback = self._wire.retry_instructions(error)
         calls = response.message.tool_uses
         if self.mode != "tool" or not calls:
             return [Message.user(feedback)]

@@ -293,3 +293,20 @@ def test_a_message_with_an_image_can_be_the_prompt():
     cycle.submit(Message.user("What city is this?", image), output=City)
     sent: List = list(cycle.provider.requests[0].messages[0].content)
     assert sent[1] == image
+
+
+def test_the_loops_and_the_demo_name_the_output_tool_as_the_output_module_does():
+    from agcore_sync.cli import demo
+    from agcore_sync.loop import _output
+
+    assert _output.OUTPUT_TOOL_NAME == demo._OUTPUT_TOOL_NAME == OUTPUT_TOOL_NAME
+
+
+def test_importing_the_loops_and_providers_does_not_load_the_output_module():
+    import subprocess
+    import sys
+
+    code = ("import sys, agcore_sync.agent.session, agcore_sync.llm.openai, agcore_sync.llm.anthropic; "
+            "print('agcore_sync.llm.output' in sys.modules, 'jsonschema' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
