@@ -30,6 +30,10 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
              "openai_response_format", "output_tool", "prompted_instructions", "responses_text_format",
              "retry_instructions"}
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
+EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",
+             "TurnNotPausedError", "ApprovalDecisionError"}
+EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
+             "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():

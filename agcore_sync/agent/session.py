@@ -12,9 +12,21 @@ seed's call after the stream) ends it only if it is still open and never
 counts a turn twice. A turn made outside the session can be recorded with
 it, once.
 
+A turn may pause for a human's approval (a tool with ``requires_approval``,
+or a ``PRE_TOOL_USE`` hook returning ``Defer``): the round's other calls run,
+the stream ends with ``ApprovalRequired`` (``submit_turn`` returns), no
+thread waits, and :attr:`AgentSession.pending_approvals` lists the calls.
+The paused turn is saved by ``to_dict`` and goes on with
+:meth:`AgentSession.resume_turn` / :meth:`AgentSession.resume_turn_stream`
+(in any process, after ``from_dict``), or ends with
+:meth:`AgentSession.cancel_pending`. It still is one turn: ``ON_TURN_START``
+fired once at submit; usage, messages, ``ON_TURN_END`` and ``turn_index``
+count it once, when it really ends.
+
 One turn at a time: starting a turn while one is open raises
-:class:`AgentError`. A session is not meant to be shared by threads
-without a lock of the caller's (a web app keeps one per conversation).
+:class:`AgentError` (:class:`TurnPausedError` while one is paused). A
+session is not meant to be shared by threads without a lock of the
+caller's (a web app keeps one per conversation).
 """
 
 from __future__ import annotations
@@ -22,61 +34,38 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from agcore_sync import _check
-from agcore_sync.agent.errors import AgentError
+from agcore_sync.agent._ended_turns import EndedTurns
+from agcore_sync.agent._format import FORMAT_VERSION, check_document
+from agcore_sync.agent.approval import cancelled_record, check_decisions
+from agcore_sync.agent.errors import (
+    AgentError,
+    SessionNotFoundError,
+    SessionStoreError,
+    TurnNotPausedError,
+    TurnPausedError,
+)
 from agcore_sync.agent.slots import SlotStore
-from agcore_sync.hooks import HookError, HookEvent, Hooks
+from agcore_sync.agent.turn_stream import TurnStream  # defined there, still importable from here
+from agcore_sync.hooks import Decision, HookEvent, Hooks
 from agcore_sync.llm.cost import PricingArg, find_pricing
+from agcore_sync.llm.events import ToolApprovalRequest
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
 from agcore_sync.loop._conversation import check_parts
-from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
-from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
-from agcore_sync.loop.tool_stream import ToolLoopStream
+from agcore_sync.loop.pause import PausedTurn
+from agcore_sync.loop.tool_loop import OutputPlan, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
-__all__ = ["AgentSession", "TurnStream", "FORMAT_VERSION"]
+if TYPE_CHECKING:  # pragma: no cover
+    from agcore_sync.agent.store import SessionStore
+
+__all__ = ["AgentSession", "FORMAT_VERSION"]
 
 logger = logging.getLogger("agcore_sync.session")
-
-#: The ``format_version`` written by :meth:`AgentSession.to_dict`.
-FORMAT_VERSION = 1
-
-
-class TurnStream(ToolLoopStream):
-    """A :class:`ToolLoopStream` that also ends its session turn.
-
-    The turn ends when the stream is exhausted, closed, or collected,
-    whichever comes first (see :mod:`agcore_sync.loop.tool_stream`).
-    Created by :meth:`AgentSession.submit_turn_stream`.
-
-    Args:
-        cycle: the session's cycle, bound to its current slot.
-        registry: the tools.
-        user_input: the turn's user message.
-        end_turn: called once with the turn's
-            :class:`~agcore_sync.loop.tool_loop.TurnRecord` when the stream
-            ends (the messages are already in the cycle's history).
-        max_buffered_events: bounds the event queue (None: unbounded).
-        output: the turn's structured-output plan, or None.
-    """
-
-    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: Union[str, Message], *,
-                 end_turn: Callable[[TurnRecord], None], max_buffered_events: Optional[int] = None,
-                 output: Optional[OutputPlan] = None) -> None:
-        self._end_turn = end_turn
-        super().__init__(cycle, registry, user_input, max_buffered_events=max_buffered_events, output=output)
-
-    def _on_end(self, record: TurnRecord) -> None:
-        try:
-            self._end_turn(record)
-        except HookError as exc:
-            # The iterator has already ended; the failure is logged (by Hooks)
-            # and kept on the stream.
-            self.error = self.error or exc
 
 
 class AgentSession:
@@ -113,14 +102,12 @@ class AgentSession:
         self._slots = SlotStore()
         self._turn_lock = threading.Lock()
         self._turn_open = False
+        # The turn that waits for approval, or None.
+        self._paused: Optional[PausedTurn] = None
         # The open streamed turn's stream (weak: a dropped stream ends its turn).
         self._stream: Optional[weakref.ref] = None
-        # What finalize_turn() recognises as an ended turn: the final response
-        # of every ended turn by identity (weak: the session does not keep them
-        # alive), and every response of the last ended turn, by equality (a
-        # seed-style caller may pass a copy, e.g. one rebuilt from events).
-        self._ended_responses: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-        self._last_turn_responses: Tuple[MessageResponse, ...] = ()
+        # What finalize_turn() recognises as an ended turn.
+        self._ended = EndedTurns()
 
     def __repr__(self) -> str:
         return (f"AgentSession(provider={self.provider!r}, turn_index={self.turn_index}, "
@@ -157,6 +144,14 @@ class AgentSession:
         """The cost of :attr:`cost_so_far` in USD, or None if a model has no price."""
         return self._cost
 
+    @property
+    def pending_approvals(self) -> Tuple[ToolApprovalRequest, ...]:
+        """The calls a paused turn waits for, in call order; ``()`` when no turn is paused.
+
+        .. versionadded:: 0.2
+        """
+        return () if self._paused is None else self._paused.requests
+
     # -- slots ------------------------------------------------------------------
 
     @property
@@ -177,11 +172,20 @@ class AgentSession:
         """Make ``name`` current (a missing one raises ``SlotNotFoundError``)."""
         if self._turn_open:
             raise AgentError("cannot switch slots while a turn is open")
+        self._refuse_if_paused("switch slots")
         self._slots.switch(name)
 
     # -- turns ------------------------------------------------------------------
 
+    def _refuse_if_paused(self, what: str) -> None:
+        if self._paused is not None:
+            ids = self._paused.pending_ids
+            raise TurnPausedError(
+                f"cannot {what}: turn {self.turn_index} of this session is paused, waiting for approval of calls "
+                f"{list(ids)}; call resume_turn(decisions) or cancel_pending() first", ids)
+
     def _start_turn(self) -> None:
+        self._refuse_if_paused("start a turn")
         slot = self._slots.writable_current()
         with self._turn_lock:
             if self._turn_open:
@@ -196,7 +200,13 @@ class AgentSession:
             raise
 
     def _end_turn(self, record: TurnRecord, *, append_messages: bool) -> None:
-        """Count usage, keep messages, fire ON_TURN_END, advance the index."""
+        """Count usage, keep messages, fire ON_TURN_END, advance the index; or keep a paused turn."""
+        if record.paused is not None:
+            # Not an end: nothing is counted until the turn really ends.
+            self._paused = record.paused
+            self._stream = None
+            self._turn_open = False
+            return
         try:
             for usage, model in record.usage_by_model:
                 self.cost_so_far = self.cost_so_far + usage
@@ -204,9 +214,7 @@ class AgentSession:
                 self._cost = None if price is None or self._cost is None else self._cost + price.cost(usage)
             if append_messages:
                 self._cycle.extend_messages(record.new_messages)
-            if record.final_response is not None:
-                self._ended_responses[id(record.final_response)] = record.final_response
-            self._last_turn_responses = record.responses
+            self._ended.ended(record.final_response, record.responses)
             self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
         finally:
             self.turn_index += 1
@@ -218,22 +226,20 @@ class AgentSession:
         self._end_turn(record, append_messages=False)
 
     def submit_turn(self, user_input: Union[str, Message], *, output: Any = None) -> MessageResponse:
-        """Run one turn to its end and return the final response.
+        """Run one turn to its end, or to a pause, and return the last response.
 
-        ``user_input`` may be a user :class:`Message` (with images or
-        documents). ``output=`` asks for structured output as
-        :meth:`LlmCycle.submit_with_tools <agcore_sync.loop.cycle.LlmCycle.submit_with_tools>`
-        does: the value is ``response.output``.
+        If calls need approval the turn pauses once the round's other calls have run: the response whose
+        calls wait is returned and :attr:`pending_approvals` lists them (see :meth:`resume_turn`).
+        ``user_input`` may be a ``Message`` (images...); ``output=`` asks for structured output (``response.output``).
 
         Raises:
-            TypeError, ValueError: ``output`` is not a usable schema (no turn starts).
-            SlotReadonlyError: the current slot is readonly (nothing sent).
+            SlotReadonlyError, TypeError, ValueError: a readonly slot; ``output`` is no usable schema.
+            TurnPausedError: a turn is paused (resume or cancel it first).
             AgentError: a turn is already open.
             LlmError, ToolError, HookError: the turn failed; it still ended.
         """
-        plan = OutputPlan.of(output, self.config)
+        loop = ToolLoop(self._cycle, self.registry, pausable=True, output=OutputPlan.of(output, self.config))
         self._start_turn()
-        loop = ToolLoop(self._cycle, self.registry, output=plan)
         try:
             return loop.run(user_input)
         finally:
@@ -243,14 +249,11 @@ class AgentSession:
                            output: Any = None) -> TurnStream:
         """Start a turn and return its stream; ``ON_TURN_START`` has fired.
 
-        The turn ends by itself when the stream is exhausted or closed.
-        With ``output=`` (see :meth:`submit_turn`) the value is
-        ``stream.final_response.output``.
+        The turn ends by itself when the stream is exhausted or closed; ``output=`` as in :meth:`submit_turn`.
 
         Raises:
-            TypeError, ValueError: ``output`` is not a usable schema (no turn starts).
-            SlotReadonlyError: the current slot is readonly (no stream starts).
-            AgentError: a turn is already open.
+            SlotReadonlyError, TypeError, ValueError: a readonly slot; ``output`` is no usable schema.
+            TurnPausedError, AgentError: a turn is paused (resume or cancel it first), or already open.
         """
         plan = OutputPlan.of(output, self.config)
         self._start_turn()
@@ -263,26 +266,104 @@ class AgentSession:
         self._stream = weakref.ref(stream)
         return stream
 
+    # -- paused turns -------------------------------------------------------------
+
+    def _take_paused(self, decisions: Optional[Mapping[str, Any]]) -> Tuple[PausedTurn, Dict[str, Decision]]:
+        """Check and open the paused turn for going on; nothing changes if this raises."""
+        paused = self._paused
+        if paused is None:
+            raise TurnNotPausedError(f"no turn of this session is paused (turn_index {self.turn_index}): "
+                                     "there is nothing to resume or cancel; start a turn with submit_turn")
+        checked = check_decisions(paused, decisions, self.turn_index) if decisions is not None else {}
+        slot = self._slots.writable_current()
+        with self._turn_lock:
+            if self._turn_open:
+                raise AgentError("the paused turn is already being resumed: exhaust or close its stream first")
+            self._turn_open = True
+        self._paused = None
+        self._cycle.use_history(slot.messages)
+        self._cycle.turn_index = self.turn_index
+        return paused, checked
+
+    def resume_turn(self, decisions: Mapping[str, Decision]) -> MessageResponse:
+        """Continue the paused turn with a decision per waiting call; return the last response.
+
+        ``decisions`` maps every id of :attr:`pending_approvals` to
+        :class:`~agcore_sync.hooks.Approve` or ``Deny(reason)``. Approved
+        calls run now, exactly once, without passing PRE_TOOL_USE again;
+        denied ones go to the model as ``is_error`` results with the reason.
+        The loop then goes on (the user message is not sent again) and may
+        pause again. ``max_tool_turns`` counts the turn's provider calls
+        across pauses.
+
+        Raises:
+            TurnNotPausedError: no turn is paused.
+            ApprovalDecisionError: an unknown id, a missing decision, or a
+                value that is not Approve/Deny (nothing changed).
+            LlmError, ToolError, HookError: the turn failed; it still ended.
+
+        .. versionadded:: 0.2
+        """
+        paused, checked = self._take_paused(decisions)
+        loop = ToolLoop(self._cycle, self.registry, pausable=True)
+        try:
+            return loop.resume(paused, checked)
+        finally:
+            self._end_turn(loop.record(), append_messages=True)
+
+    def resume_turn_stream(self, decisions: Mapping[str, Decision], *,
+                           max_buffered_events: Optional[int] = None) -> TurnStream:
+        """Continue the paused turn on a stream (see :meth:`resume_turn`).
+
+        The decided calls' ``ToolExecutionStarted`` / ``Completed`` come
+        first, then the next rounds' events; the stream may end with
+        ``ApprovalRequired`` again. ``ON_TURN_START`` does not fire again.
+
+        Raises:
+            TurnNotPausedError: no turn is paused.
+            ApprovalDecisionError: decisions that do not match (nothing changed).
+
+        .. versionadded:: 0.2
+        """
+        paused, checked = self._take_paused(decisions)
+        try:
+            stream = TurnStream(self._cycle, self.registry, None, end_turn=self._end_streamed_turn,
+                                max_buffered_events=max_buffered_events, resume=(paused, checked))
+        except BaseException:
+            self._paused = paused
+            self._turn_open = False
+            raise
+        self._stream = weakref.ref(stream)
+        return stream
+
+    def cancel_pending(self, reason: str = "cancelled by the user") -> None:
+        """End the paused turn without running its waiting calls.
+
+        Each waiting call gets an ``is_error`` result saying the turn was
+        cancelled (with ``reason``), so the history stays valid for the next
+        turn; the model is not asked again. The turn ends once: its usage is
+        counted, its messages join the slot, ``ON_TURN_END`` fires and
+        ``turn_index`` grows.
+
+        Raises:
+            TurnNotPausedError: no turn is paused.
+
+        .. versionadded:: 0.2
+        """
+        paused, _ = self._take_paused(None)
+        self._end_turn(cancelled_record(paused, reason), append_messages=True)
+
     def finalize_turn(self, response: MessageResponse, new_messages: Optional[Sequence[Message]] = None) -> None:
         """End the open streamed turn, or record a turn made by hand; never count a turn twice.
 
-        - While the turn that :meth:`submit_turn_stream` opened is still open,
-          its stream is closed, which ends the turn with every complete round
-          (streams end their turns by themselves; this only makes it happen
-          now). ``new_messages`` is not used then (the stream knows what the
-          turn did), and ``response`` counts as that turn's from then on.
-        - On a turn that has already ended (its stream was exhausted or
-          closed, or ``submit_turn`` returned) it does nothing: no usage
-          added, no messages appended, no ``ON_TURN_END``, ``turn_index``
-          unchanged, however often it is called. A turn is recognised by its
-          final response (the object itself, for any ended turn) or by any
-          response of the last ended turn (an equal copy will do), so the
-          seed's ``finalize_turn(response)`` after the loop is harmless.
-        - Otherwise it records a turn made outside the session, once: adds
-          ``response.usage``, appends ``new_messages`` (default
-          ``[response.message]``: the session never saw that turn's user
-          message) to the current slot, fires ``ON_TURN_END`` and advances
-          ``turn_index``. A turn running in another thread makes it do nothing.
+        - A streamed turn still open: its stream is closed, which ends the
+          turn with every complete round; ``new_messages`` is not used.
+        - A turn already ended (recognised by its final response, or an equal
+          copy of any response of the last turn): nothing happens, however
+          often it is called, so the seed's call after the loop is harmless.
+        - Otherwise a turn made outside the session is recorded once: its
+          usage, ``new_messages`` (default ``[response.message]``) into the
+          current slot, ``ON_TURN_END``, ``turn_index`` advanced.
 
         Raises:
             SlotReadonlyError: recording into a readonly slot.
@@ -291,11 +372,15 @@ class AgentSession:
         if stream is not None and not stream.closed:
             # The caller's response now names this turn too: a second call
             # with it (the seed's call after the loop) finds the turn ended.
-            self._ended_responses[id(response)] = response
+            self._ended.add_final(response)
             stream.close()
             return
-        if self._is_ended_turn(response):
+        if response in self._ended:
             return
+        if self._paused is not None:
+            if response is self._paused.final_response or response == self._paused.final_response:
+                return  # the paused turn ends when it is resumed or cancelled
+            self._refuse_if_paused("record a turn")
         slot = self._slots.writable_current()
         with self._turn_lock:
             if self._turn_open:
@@ -307,11 +392,6 @@ class AgentSession:
         record = TurnRecord(new_messages=messages, usage_by_model=[(response.usage, response.model)],
                             responses=[response], final_response=response)
         self._end_turn(record, append_messages=True)
-
-    def _is_ended_turn(self, response: MessageResponse) -> bool:
-        if self._ended_responses.get(id(response)) is response:
-            return True
-        return any(seen is response or seen == response for seen in self._last_turn_responses)
 
     def close(self) -> None:
         """Close the registry if the session created it."""
@@ -327,7 +407,11 @@ class AgentSession:
     # -- persistence ------------------------------------------------------------
 
     def to_dict(self) -> Dict[str, Any]:
-        """Return the session's state as JSON-ready data (no provider, no key)."""
+        """Return the session's state as JSON-ready data (no provider, no key).
+
+        A paused turn is included (``paused_turn``), so it can be resumed
+        after :meth:`from_dict` in another process.
+        """
         return {
             "format_version": FORMAT_VERSION,
             "config": self.config.to_dict(),
@@ -336,6 +420,7 @@ class AgentSession:
             "cost_so_far": self.cost_so_far.to_dict(),
             "cost_usd": self._cost,
             "turn_index": self.turn_index,
+            "paused_turn": None if self._paused is None else self._paused.to_dict(),
         }
 
     @classmethod
@@ -343,22 +428,73 @@ class AgentSession:
                   hooks: Optional[Hooks] = None, compact: Any = None, pricing: PricingArg = None) -> AgentSession:
         """Rebuild a session saved by :meth:`to_dict`.
 
+        Reads ``format_version`` 1 (no paused turns) and 2.
+
         Raises:
             AgentError: ``data`` is not a saved session, or its
                 ``format_version`` is newer than this version reads.
         """
-        if not isinstance(data, Mapping) or "format_version" not in data:
-            kind = type(data).__name__ if not isinstance(data, Mapping) else "a dict without format_version"
-            raise AgentError(f"AgentSession.from_dict: {kind} is not a saved session; pass what "
-                             "session.to_dict() returned (after json.loads, if it was stored as JSON)")
-        version = data.get("format_version")
-        if version != FORMAT_VERSION:
-            raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "
-                             f"reads version {FORMAT_VERSION}; upgrade agcore_sync to load it")
+        check_document(data)
         session = cls(provider, CycleConfig.from_dict(data["config"]), registry, data.get("system_prompt"),
                       hooks, compact, pricing=pricing)
         session._slots = SlotStore.from_dict(data["slots"])
         session.cost_so_far = Usage.from_dict(data["cost_so_far"])
         session._cost = data.get("cost_usd", 0.0)
         session.turn_index = int(data["turn_index"])
+        paused = data.get("paused_turn")
+        session._paused = None if paused is None else PausedTurn.from_dict(paused)
         return session
+
+    # -- stores -----------------------------------------------------------------
+
+    #: (store, session_id, version) of the last load from or save to a store.
+    _stored: Optional[Tuple[SessionStore, str, int]] = None
+
+    @classmethod
+    def load(cls, store: SessionStore, session_id: str, *, provider: LlmProvider,
+             registry: Optional[ToolRegistry] = None, hooks: Optional[Hooks] = None, compact: Any = None,
+             pricing: PricingArg = None) -> AgentSession:
+        """Load a session from a :class:`~agcore_sync.agent.store.SessionStore`.
+
+        The session remembers the version it loaded, so that a later
+        :meth:`save` to the same store and id overwrites exactly that
+        version. The other arguments are those of :meth:`from_dict`.
+
+        Raises:
+            SessionNotFoundError: the store has no such session (also a ``KeyError``).
+            SessionStoreError: the stored session is corrupt or of an unknown
+                format; the store is left as it is.
+        """
+        # Argument mistakes are the caller's (TypeError), not a corrupt stored session.
+        check_parts("AgentSession.load", provider, None, hooks)
+        _check.optional_instance("AgentSession.load", "registry", registry, ToolRegistry, "a ToolRegistry")
+        stored = store.load(session_id)
+        if stored is None:
+            raise SessionNotFoundError(f"no session {session_id!r} in {store!r}", session_id=session_id)
+        try:
+            session = cls.from_dict(stored.data, provider=provider, registry=registry, hooks=hooks,
+                                    compact=compact, pricing=pricing)
+        except (AgentError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SessionStoreError(
+                f"stored session {session_id!r} in {store!r} (version {stored.version}) cannot be loaded: {exc}; "
+                f"it was left as it is", path=getattr(store, "path", None), session_id=session_id) from exc
+        session._stored = (store, session_id, stored.version)
+        return session
+
+    def save(self, store: SessionStore, session_id: str) -> int:
+        """Save :meth:`to_dict` to ``store`` under ``session_id``; return the new version.
+
+        The save expects the version this session last loaded from or saved
+        to that store and id (a session never stored there must be new), so
+        a save from a stale copy raises instead of overwriting another
+        worker's turns. Save after a turn has ended.
+
+        Raises:
+            SessionConflictError: the stored version is not the expected one
+                (load again, redo the turn, save); nothing was written.
+        """
+        stored = self._stored
+        expected = stored[2] if stored is not None and stored[0] is store and stored[1] == session_id else None
+        version = store.save(session_id, self.to_dict(), expected)
+        self._stored = (store, session_id, version)
+        return version

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from agcore_sync._http.sse import SseEvent
 from agcore_sync.llm.events import (
+    ApprovalRequired,
     ContentBlockEnd,
     ContentBlockStart,
     CostUpdate,
@@ -37,6 +38,7 @@ from agcore_sync.llm.events import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    ToolApprovalRequest,
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolExecutionCompleted,
@@ -318,7 +320,7 @@ requests_ = st.builds(
     tools=st.lists(tool_defs, max_size=3),
     tool_choice=tool_choices,
     max_tokens=st.none() | st.integers(1, 10**6),
-    temperature=st.none() | finite_floats,
+    temperature=st.none() | st.floats(0, 2, allow_nan=False),
     stop=st.none() | st.lists(st.text(max_size=5), max_size=3),
 )
 responses_ = st.builds(
@@ -365,6 +367,10 @@ events = st.one_of(
     st.builds(ToolExecutionStarted, short_ids, short_ids, st.text(max_size=30)),
     st.builds(ToolExecutionCompleted, short_ids, short_ids, st.text(max_size=200), st.booleans(), finite_floats),
     st.builds(Error, st.text(max_size=30), st.none() | st.builds(ValueError, st.text(max_size=10))),
+    st.builds(ApprovalRequired, st.lists(st.builds(
+        ToolApprovalRequest, short_ids, short_ids,
+        st.dictionaries(st.text(max_size=8), st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+                        max_size=3)), max_size=3)),
 )
 
 
