@@ -15,7 +15,7 @@ from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.mcp import McpClient, StdioTransport
-from agcore_sync.tools.mcp.client import McpToolResult
+from agcore_sync.tools.mcp.adapter import content_blocks
 from agcore_sync.tools.registry import ToolRegistry
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
@@ -56,7 +56,7 @@ def test_a_tool_returning_blocks_reaches_the_model_as_a_tool_result_of_blocks():
 
 
 def test_content_blocks_translate_every_mcp_content_type():
-    blocks = McpToolResult([
+    blocks = content_blocks([
         {"type": "text", "text": "hi"},
         {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
         {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
@@ -65,14 +65,14 @@ def test_content_blocks_translate_every_mcp_content_type():
         {"type": "resource", "resource": {"uri": "memo://2", "blob": "AAE=", "mimeType": "application/zip"}},
         {"type": "image", "data": "PHN2Zy8+", "mimeType": "image/svg+xml"},
         {"type": "hologram"},
-    ]).blocks()
+    ])
     assert blocks[0] == TextBlock("hi")
     assert blocks[1] == ImageBlock("image/png", data="iVBORw0KGgo=")
     assert "audio/wav" in blocks[2].text and "file:///a.md" in blocks[3].text
-    assert blocks[4].text == "[resource memo://1]\nbody"
+    assert blocks[4].text == "[resource <memo://1>]\nbody"
     assert "memo://2" in blocks[5].text and "application/zip" in blocks[5].text
-    assert blocks[6].text.startswith("[image (image/svg+xml) not shown")
-    assert blocks[7].text == "[hologram content not shown]"
+    assert "image/svg+xml" in blocks[6].text and blocks[6].text.endswith("not shown]")
+    assert "hologram" in blocks[7].text
 
 
 @pytest.fixture
@@ -106,5 +106,5 @@ def test_mcp_audio_and_resources_arrive_as_text_with_their_uris(media_client):
     assert any(isinstance(b, ImageBlock) for b in blocks)
     assert any("audio/wav" in t for t in texts)
     assert any("file:///srv/notes.md" in t for t in texts)
-    assert "[resource memo://1]\nremember the milk" in texts
+    assert "[resource <memo://1>]\nremember the milk" in texts
     assert any("memo://2" in t for t in texts)
