@@ -16,6 +16,7 @@ import requests
 
 from agcore_sync import _check
 from agcore_sync.llm._http_provider import HttpProvider
+from agcore_sync.llm._media_wire import chat_part, chat_tool_result
 from agcore_sync.llm._openai_stream import OpenAIStreamTranslator, error_from_body, stop_reason, usage_from_wire
 from agcore_sync.llm._tool_calls import ToolCallIds
 from agcore_sync.llm.cost import PricingArg
@@ -112,6 +113,18 @@ class OpenAIProvider(HttpProvider):
       and the failure.
     - ``tools`` and ``tool_choice`` are sent only when the request has tools;
       ``max_tokens`` goes under the key ``max_tokens_param``.
+    - A user message with images or documents sends ``content`` as a list
+      of parts (``image_url`` with a data URL or the image's URL, ``file``
+      with ``file_data`` for a PDF, text for a text document). A ``tool``
+      message takes text only, so the images of a round's tool results
+      follow the round's tool messages in one ``user`` message (a text part
+      naming the call before each call's images).
+    - Request controls: ``output`` is ``response_format`` (``json_schema``,
+      strict where the schema allows); ``reasoning_effort`` is sent as it
+      is; ``prompt_cache`` and ``thinking`` have no Chat Completions field
+      and are ignored (OpenAI caches prefixes by itself; pass
+      ``prompt_cache_key`` in ``extra_body``); ``extra_body`` is merged
+      last, its keys replacing the body's.
 
     Translation back: ``reasoning_content`` (vLLM, DeepSeek) becomes a
     :class:`ThinkingBlock`; a ``refusal`` becomes text and the stop reason
@@ -232,6 +245,7 @@ class OpenAIProvider(HttpProvider):
             messages.append({"role": "system", "content": request.system})
         for message in request.messages:
             messages.extend(_wire_messages(message))
+        _move_tool_images(messages)
         body: Dict[str, Any] = {"model": model, "messages": messages}
         if request.tools:
             body["tools"] = [
@@ -250,9 +264,18 @@ class OpenAIProvider(HttpProvider):
             body["temperature"] = request.temperature
         if request.stop is not None:
             body["stop"] = list(request.stop)
+        if request.output is not None:
+            # Loaded here: a request with an output schema means the module is loaded already.
+            from agcore_sync.llm.output import openai_response_format
+
+            body["response_format"] = openai_response_format(request.output)
+        if request.reasoning_effort is not None:
+            body["reasoning_effort"] = request.reasoning_effort
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if request.extra_body:
+            body.update(request.extra_body)
         return body
 
     # -- response -----------------------------------------------------------
@@ -296,6 +319,17 @@ class OpenAIProvider(HttpProvider):
                                usage_from_wire(data.get("usage")))
 
 
+def _user_content(message: Message) -> Any:
+    """Return a user message's ``content``: its text, or a list of parts when it holds media."""
+    parts = [b for b in message.content if not isinstance(b, _NOT_PARTS)]
+    if all(isinstance(b, TextBlock) for b in parts):
+        return "".join(b.text for b in parts)  # type: ignore[attr-defined]
+    return [chat_part(b) for b in parts]
+
+
+_NOT_PARTS = (ToolResultBlock, ToolUseBlock, ThinkingBlock)
+
+
 def _wire_messages(message: Message) -> List[Dict[str, Any]]:
     """Translate one message; tool results become one ``tool`` message each."""
     text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
@@ -314,13 +348,47 @@ def _wire_messages(message: Message) -> List[Dict[str, Any]]:
         if reasoning:
             wire["reasoning_content"] = reasoning
         return [wire]
-    out: List[Dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": b.tool_use_id, "content": b.content}
-        for b in message.content if isinstance(b, ToolResultBlock)
-    ]
+    out: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            result_text, images = chat_tool_result(block.content)
+            tool_message: Dict[str, Any] = {"role": "tool", "tool_call_id": block.tool_use_id, "content": result_text}
+            if images:
+                tool_message[_IMAGES_KEY] = images  # moved into a user message by _move_tool_images
+            out.append(tool_message)
     if message.role is Role.SYSTEM:
         out.append({"role": "system", "content": text})
-    elif message.role is Role.USER and (text or not out):
-        # Results first: a tool message must follow the assistant's tool calls.
-        out.append({"role": "user", "content": text})
+    elif message.role is Role.USER:
+        content = _user_content(message)
+        if content or not out:
+            # Results first: a tool message must follow the assistant's tool calls.
+            out.append({"role": "user", "content": content})
     return out
+
+
+#: A private key on a wire ``tool`` message holding its images until :func:`_move_tool_images` moves them.
+_IMAGES_KEY = "_agcore_images"
+
+
+def _move_tool_images(messages: List[Dict[str, Any]]) -> None:
+    """Move tool results' images into one ``user`` message after each run of ``tool`` messages.
+
+    Chat Completions refuses images in a ``tool`` message; the model reads
+    them in the user message that follows, each call's images after a text
+    part naming the call.
+    """
+    i = 0
+    while i < len(messages):
+        if messages[i].get("role") != "tool":
+            i += 1
+            continue
+        parts: List[Dict[str, Any]] = []
+        while i < len(messages) and messages[i].get("role") == "tool":
+            images = messages[i].pop(_IMAGES_KEY, None)
+            if images:
+                parts.append({"type": "text", "text": f"The tool call {messages[i]['tool_call_id']} returned:"})
+                parts.extend(images)
+            i += 1
+        if parts:
+            messages.insert(i, {"role": "user", "content": parts})
+            i += 1
