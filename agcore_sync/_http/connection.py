@@ -21,12 +21,14 @@ import requests.adapters
 
 __all__ = ["DEFAULT_POOL_SIZE", "new_session", "socket_of", "abort", "close_quietly"]
 
-#: Idle connections a session keeps per host. A thread holds one connection
-#: while its request runs and gives it back when the body has been read, so
-#: this many threads can share one session without a connection being
-#: discarded; the official OpenAI and Anthropic SDKs keep 100 as well. Idle
-#: slots cost nothing until used.
-DEFAULT_POOL_SIZE = 100
+#: Connections a session keeps per host. A thread holds one connection while
+#: its request runs and gives it back when the body has been read, so this
+#: many threads can share one session without a connection being discarded
+#: (and reopened by the next request); the official OpenAI and Anthropic SDKs
+#: allow 1000 connections as well. A slot costs nothing until used: the pool
+#: opens a connection only when every open one is busy, so it never holds
+#: more than the most requests that ran at once.
+DEFAULT_POOL_SIZE = 1000
 
 
 def new_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:

@@ -9,7 +9,7 @@ message and body. Bodies are read and connections given back by the shared
 streamed response.
 
 Connections: a provider that makes its own ``requests.Session`` keeps up to
-:data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` idle connections per
+:data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` connections per
 host, and every response whose body ended (a plain response read whole, a
 stream past its end marker) gives its connection back, so sequential calls
 and tool-loop rounds reuse one TCP (and TLS) connection.
@@ -116,7 +116,7 @@ class HttpProvider(LlmProvider):
     error.
 
     The session: with ``session=None`` the provider makes one that keeps up
-    to :data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` (100) idle
+    to :data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` (1000)
     connections per host, so that many threads sharing the provider reuse
     their connections; ``close()`` closes it. A session passed in is used as
     it is (mount an ``HTTPAdapter(pool_maxsize=N)`` on it for more threads
