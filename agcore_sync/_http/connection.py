@@ -31,6 +31,27 @@ __all__ = ["DEFAULT_POOL_SIZE", "new_session", "socket_of", "abort", "close_quie
 DEFAULT_POOL_SIZE = 1000
 
 
+class _ClosingAdapter(requests.adapters.HTTPAdapter):
+    """An ``HTTPAdapter`` whose ``close()`` closes its pooled connections then and there.
+
+    urllib3 2.x no longer closes a pool's connections when its pool manager
+    is cleared: they close when the pool object is garbage collected, and
+    anything that still refers to the pool (an exception's traceback kept by
+    the caller, a response object) keeps their sockets open. A provider's
+    ``close()`` must free them at once, so this adapter closes each pool
+    first. A connection in use at that moment is closed when it comes back.
+    """
+
+    def close(self) -> None:
+        """Close every pool's idle connections, then clear the pool manager."""
+        pools = self.poolmanager.pools
+        for key in pools.keys():
+            pool = pools.get(key)
+            if pool is not None:
+                pool.close()
+        super().close()
+
+
 def new_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
     """Return a ``requests.Session`` that keeps up to ``pool_size`` connections per host.
 
@@ -43,10 +64,11 @@ def new_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
 
     Returns:
         A new session with one adapter of that size mounted for
-        ``http://`` and ``https://``.
+        ``http://`` and ``https://``. Its ``close()`` closes every pooled
+        connection at once (see :class:`_ClosingAdapter`).
     """
     session = requests.Session()
-    adapter = requests.adapters.HTTPAdapter(pool_maxsize=pool_size)
+    adapter = _ClosingAdapter(pool_maxsize=pool_size)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session

@@ -18,6 +18,7 @@ import pytest
 
 from tests.http.test_connection_reuse import PROVIDERS, TEXT, ask, make_provider, text_of
 from tests.support.keepalive_server import KeepAliveServer, Reply, Request
+from tests.support.leaks import new_fds, open_fds
 
 #: Client threads sharing one provider.
 THREADS = 200
@@ -93,3 +94,24 @@ def test_two_hundred_threads_on_one_provider_get_their_own_answers_on_at_most_pe
     # Connections were reused: far fewer than one per stream.
     assert server.connections < THREADS * ROUNDS
     assert not [r.getMessage() for r in caplog.records if "pool is full" in r.getMessage()]
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_close_closes_pooled_connections_even_while_something_still_refers_to_the_pool(kind):
+    fds_before = open_fds()
+    with KeepAliveServer(lambda request: Reply(TEXT[kind]("Hello"))) as server:
+        provider = make_provider(kind, server.url)
+        assert text_of(list(provider.chat_stream(ask("one")))) == "Hello"
+        # What a kept exception's traceback does: hold the pool (urllib3 2.x
+        # closes a pool's sockets only when the pool object is collected).
+        pools = provider.session.get_adapter(server.url).poolmanager.pools
+        (key,) = pools.keys()
+        pool = pools.get(key)
+        assert pool.num_connections == 1
+        provider.close()
+    try:
+        assert pool.pool is None  # closed, not merely forgotten
+        # The server has closed its ends; the client's end is closed too.
+        assert not new_fds(fds_before)
+    finally:
+        pool.close()
