@@ -27,6 +27,15 @@ _EXPORTS: Dict[str, str] = {
     "TurnPausedError": "agcore_sync.agent.errors",
     "SlotNotFoundError": "agcore_sync.agent.errors",
     "SlotReadonlyError": "agcore_sync.agent.errors",
+    "SessionBusyError": "agcore_sync.agent.errors",
+    "SessionConflictError": "agcore_sync.agent.errors",
+    "SessionNotFoundError": "agcore_sync.agent.errors",
+    "SessionStoreError": "agcore_sync.agent.errors",
+    "LeaseBackend": "agcore_sync.agent.store",
+    "SessionLease": "agcore_sync.agent.store",
+    "SessionStore": "agcore_sync.agent.store",
+    "StoredSession": "agcore_sync.agent.store",
+    "SqliteSessionStore": "agcore_sync.agent.sqlite_store",
     "AgentSession": "agcore_sync.agent.session",
     "TurnStream": "agcore_sync.agent.turn_stream",
     "AgcoreError": "agcore_sync.errors",
@@ -160,16 +169,23 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.agent.errors import (  # noqa: F401
         AgentError,
         ApprovalDecisionError,
+        SessionBusyError,
+        SessionConflictError,
+        SessionNotFoundError,
+        SessionStoreError,
         SlotNotFoundError,
         SlotReadonlyError,
         TurnNotPausedError,
         TurnPausedError,
     )
     from agcore_sync.agent.session import AgentSession  # noqa: F401
+    from agcore_sync.agent.sqlite_store import SqliteSessionStore  # noqa: F401
+    from agcore_sync.agent.store import LeaseBackend, SessionLease, SessionStore, StoredSession  # noqa: F401
     from agcore_sync.agent.turn_stream import TurnStream  # noqa: F401
     from agcore_sync.errors import AgcoreError, ContextOverflowError  # noqa: F401
     from agcore_sync.hooks import Approve, Defer, Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
     from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
+    from agcore_sync.llm.content import ContentBlock  # noqa: F401
     from agcore_sync.llm.cost import Pricing  # noqa: F401
     from agcore_sync.llm.errors import (  # noqa: F401
         AuthenticationError,
@@ -217,7 +233,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
     from agcore_sync.llm.types import (  # noqa: F401
-        ContentBlock,
         Message,
         MessageRequest,
         MessageResponse,

@@ -32,6 +32,8 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",
              "TurnNotPausedError", "ApprovalDecisionError"}
+EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
+             "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():

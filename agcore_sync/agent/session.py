@@ -34,11 +34,19 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from agcore_sync import _check
+from agcore_sync.agent._ended_turns import EndedTurns
+from agcore_sync.agent._format import FORMAT_VERSION, check_document
 from agcore_sync.agent.approval import cancelled_record, check_decisions
-from agcore_sync.agent.errors import AgentError, TurnNotPausedError, TurnPausedError
+from agcore_sync.agent.errors import (
+    AgentError,
+    SessionNotFoundError,
+    SessionStoreError,
+    TurnNotPausedError,
+    TurnPausedError,
+)
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.agent.turn_stream import TurnStream  # defined there, still importable from here
 from agcore_sync.hooks import Decision, HookEvent, Hooks
@@ -52,14 +60,13 @@ from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
+if TYPE_CHECKING:  # pragma: no cover
+    from agcore_sync.agent.store import SessionStore
+
 __all__ = ["AgentSession", "FORMAT_VERSION"]
 
 logger = logging.getLogger("agcore_sync.session")
 
-#: The ``format_version`` written by :meth:`AgentSession.to_dict` (2 added
-#: ``paused_turn``; version 1 still loads).
-FORMAT_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
 
 
 class AgentSession:
@@ -100,12 +107,8 @@ class AgentSession:
         self._paused: Optional[PausedTurn] = None
         # The open streamed turn's stream (weak: a dropped stream ends its turn).
         self._stream: Optional[weakref.ref] = None
-        # What finalize_turn() recognises as an ended turn: the final response
-        # of every ended turn by identity (weak: the session does not keep them
-        # alive), and every response of the last ended turn, by equality (a
-        # seed-style caller may pass a copy, e.g. one rebuilt from events).
-        self._ended_responses: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-        self._last_turn_responses: Tuple[MessageResponse, ...] = ()
+        # What finalize_turn() recognises as an ended turn.
+        self._ended = EndedTurns()
 
     def __repr__(self) -> str:
         return (f"AgentSession(provider={self.provider!r}, turn_index={self.turn_index}, "
@@ -212,9 +215,7 @@ class AgentSession:
                 self._cost = None if price is None or self._cost is None else self._cost + price.cost(usage)
             if append_messages:
                 self._cycle.extend_messages(record.new_messages)
-            if record.final_response is not None:
-                self._ended_responses[id(record.final_response)] = record.final_response
-            self._last_turn_responses = record.responses
+            self._ended.ended(record.final_response, record.responses)
             self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
         finally:
             self.turn_index += 1
@@ -355,23 +356,14 @@ class AgentSession:
     def finalize_turn(self, response: MessageResponse, new_messages: Optional[Sequence[Message]] = None) -> None:
         """End the open streamed turn, or record a turn made by hand; never count a turn twice.
 
-        - While the turn that :meth:`submit_turn_stream` opened is still open,
-          its stream is closed, which ends the turn with every complete round
-          (streams end their turns by themselves; this only makes it happen
-          now). ``new_messages`` is not used then (the stream knows what the
-          turn did), and ``response`` counts as that turn's from then on.
-        - On a turn that has already ended (its stream was exhausted or
-          closed, or ``submit_turn`` returned) it does nothing: no usage
-          added, no messages appended, no ``ON_TURN_END``, ``turn_index``
-          unchanged, however often it is called. A turn is recognised by its
-          final response (the object itself, for any ended turn) or by any
-          response of the last ended turn (an equal copy will do), so the
-          seed's ``finalize_turn(response)`` after the loop is harmless.
-        - Otherwise it records a turn made outside the session, once: adds
-          ``response.usage``, appends ``new_messages`` (default
-          ``[response.message]``: the session never saw that turn's user
-          message) to the current slot, fires ``ON_TURN_END`` and advances
-          ``turn_index``. A turn running in another thread makes it do nothing.
+        - A streamed turn still open: its stream is closed, which ends the
+          turn with every complete round; ``new_messages`` is not used.
+        - A turn already ended (recognised by its final response, or an equal
+          copy of any response of the last turn): nothing happens, however
+          often it is called, so the seed's call after the loop is harmless.
+        - Otherwise a turn made outside the session is recorded once: its
+          usage, ``new_messages`` (default ``[response.message]``) into the
+          current slot, ``ON_TURN_END``, ``turn_index`` advanced.
 
         Raises:
             SlotReadonlyError: recording into a readonly slot.
@@ -380,10 +372,10 @@ class AgentSession:
         if stream is not None and not stream.closed:
             # The caller's response now names this turn too: a second call
             # with it (the seed's call after the loop) finds the turn ended.
-            self._ended_responses[id(response)] = response
+            self._ended.add_final(response)
             stream.close()
             return
-        if self._is_ended_turn(response):
+        if response in self._ended:
             return
         if self._paused is not None:
             if response is self._paused.final_response or response == self._paused.final_response:
@@ -400,11 +392,6 @@ class AgentSession:
         record = TurnRecord(new_messages=messages, usage_by_model=[(response.usage, response.model)],
                             responses=[response], final_response=response)
         self._end_turn(record, append_messages=True)
-
-    def _is_ended_turn(self, response: MessageResponse) -> bool:
-        if self._ended_responses.get(id(response)) is response:
-            return True
-        return any(seen is response or seen == response for seen in self._last_turn_responses)
 
     def close(self) -> None:
         """Close the registry if the session created it."""
@@ -447,14 +434,7 @@ class AgentSession:
             AgentError: ``data`` is not a saved session, or its
                 ``format_version`` is newer than this version reads.
         """
-        if not isinstance(data, Mapping) or "format_version" not in data:
-            kind = type(data).__name__ if not isinstance(data, Mapping) else "a dict without format_version"
-            raise AgentError(f"AgentSession.from_dict: {kind} is not a saved session; pass what "
-                             "session.to_dict() returned (after json.loads, if it was stored as JSON)")
-        version = data.get("format_version")
-        if version not in _READABLE_VERSIONS:
-            raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "
-                             f"reads version {FORMAT_VERSION}; upgrade agcore_sync to load it")
+        check_document(data)
         session = cls(provider, CycleConfig.from_dict(data["config"]), registry, data.get("system_prompt"),
                       hooks, compact, pricing=pricing)
         session._slots = SlotStore.from_dict(data["slots"])
@@ -464,3 +444,57 @@ class AgentSession:
         paused = data.get("paused_turn")
         session._paused = None if paused is None else PausedTurn.from_dict(paused)
         return session
+
+    # -- stores -----------------------------------------------------------------
+
+    #: (store, session_id, version) of the last load from or save to a store.
+    _stored: Optional[Tuple[SessionStore, str, int]] = None
+
+    @classmethod
+    def load(cls, store: SessionStore, session_id: str, *, provider: LlmProvider,
+             registry: Optional[ToolRegistry] = None, hooks: Optional[Hooks] = None, compact: Any = None,
+             pricing: PricingArg = None) -> AgentSession:
+        """Load a session from a :class:`~agcore_sync.agent.store.SessionStore`.
+
+        The session remembers the version it loaded, so that a later
+        :meth:`save` to the same store and id overwrites exactly that
+        version. The other arguments are those of :meth:`from_dict`.
+
+        Raises:
+            SessionNotFoundError: the store has no such session (also a ``KeyError``).
+            SessionStoreError: the stored session is corrupt or of an unknown
+                format; the store is left as it is.
+        """
+        # Argument mistakes are the caller's (TypeError), not a corrupt stored session.
+        check_parts("AgentSession.load", provider, None, hooks)
+        _check.optional_instance("AgentSession.load", "registry", registry, ToolRegistry, "a ToolRegistry")
+        stored = store.load(session_id)
+        if stored is None:
+            raise SessionNotFoundError(f"no session {session_id!r} in {store!r}", session_id=session_id)
+        try:
+            session = cls.from_dict(stored.data, provider=provider, registry=registry, hooks=hooks,
+                                    compact=compact, pricing=pricing)
+        except (AgentError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SessionStoreError(
+                f"stored session {session_id!r} in {store!r} (version {stored.version}) cannot be loaded: {exc}; "
+                f"it was left as it is", path=getattr(store, "path", None), session_id=session_id) from exc
+        session._stored = (store, session_id, stored.version)
+        return session
+
+    def save(self, store: SessionStore, session_id: str) -> int:
+        """Save :meth:`to_dict` to ``store`` under ``session_id``; return the new version.
+
+        The save expects the version this session last loaded from or saved
+        to that store and id (a session never stored there must be new), so
+        a save from a stale copy raises instead of overwriting another
+        worker's turns. Save after a turn has ended.
+
+        Raises:
+            SessionConflictError: the stored version is not the expected one
+                (load again, redo the turn, save); nothing was written.
+        """
+        stored = self._stored
+        expected = stored[2] if stored is not None and stored[0] is store and stored[1] == session_id else None
+        version = store.save(session_id, self.to_dict(), expected)
+        self._stored = (store, session_id, version)
+        return version
