@@ -213,7 +213,7 @@ def read_limited(response: requests.Response, limit: int, *, cut: bool = False) 
 
     Raises:
         BodyTooLarge: the body is longer than ``limit`` (and ``cut`` is False).
-        Whatever :data:`TRANSPORT_ERRORS` reading raises.
+        requests.RequestException: reading failed (any of :data:`TRANSPORT_ERRORS`).
     """
     reader = BodyReader(response)
     try:
