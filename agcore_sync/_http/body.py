@@ -51,6 +51,7 @@ __all__ = [
     "BodyReader",
     "BodyTooLarge",
     "read_limited",
+    "read_text",
     "release",
 ]
 
@@ -235,3 +236,16 @@ def read_limited(response: requests.Response, limit: int, *, cut: bool = False) 
             reader.release()
         else:
             reader.discard()
+
+
+def read_text(response: requests.Response, limit: int) -> str:
+    """Return the first ``limit`` characters of a ``stream=True`` body (an error body), "" if unreadable.
+
+    At most four bytes a character are read, so a huge body is never read
+    whole; the response is closed. Never raises.
+    """
+    try:
+        raw = read_limited(response, limit * 4, cut=True)
+        return raw.decode(response.encoding or "utf-8", errors="replace")[:limit]
+    except (*TRANSPORT_ERRORS, LookupError):
+        return ""
