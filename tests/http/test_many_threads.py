@@ -47,7 +47,9 @@ class _Peak:
 
 
 def _user_text(request: Request) -> str:
-    content = request.json["messages"][-1]["content"]
+    body = request.json
+    # Chat Completions and Anthropic send "messages"; the Responses API sends "input" items.
+    content = (body["messages"] if "messages" in body else body["input"])[-1]["content"]
     return content if isinstance(content, str) else content[0]["text"]
 
 
