@@ -430,7 +430,7 @@ class TurnRunner:
         except (TypeError, ValueError) as exc:
             turn_id = job.get("turn_id") if isinstance(job, Mapping) else None
             if isinstance(turn_id, str) and turn_id and set(turn_id) <= _TURN_ID_CHARS:
-                self._end_with(turn_id, exc)
+                self._end_with(turn_id, exc, Error(f"invalid turn job: {exc}", exc))
             raise
 
     def _run_turn(self, job: TurnJob, watch: _TurnWatch) -> None:
@@ -474,13 +474,13 @@ class TurnRunner:
             raise TypeError(f"TurnRunner: new_session() must return an AgentSession, not {type(session).__name__}")
         return session
 
-    def _end_with(self, turn_id: str, exc: BaseException) -> None:
+    def _end_with(self, turn_id: str, exc: BaseException, event: Optional[Error] = None) -> None:
         """Publish ``exc`` as the turn's last event and finish its relay, as far as Redis allows."""
         if not _delivered(exc):
             logger.warning("turn %r failed in the worker", turn_id, exc_info=exc)
         try:
             try:
-                self.relay.publish(turn_id, _error_event(exc, turn_id))
+                self.relay.publish(turn_id, event or _error_event(exc, turn_id))
             except RelayError:
                 pass  # already finished (a reader declared the worker lost), or Redis is down: finish says which
             self.relay.finish(turn_id)
