@@ -17,8 +17,8 @@ Without ``--redis-url`` it starts a redis-server of its own on 127.0.0.1
      ``relay.sse(turn_id)`` and parses it with the SSE parser a browser-side
      client uses; latency is the parse time minus the stamp.
 
-   events/s counts deltas between the first and the last delta seen by the
-   reader; latency p50 / p99 is over all deltas of ``--repeats`` turns.
+   events/s is the deltas over the time from the first delta made to the
+   last one read; latency p50 / p99 is over all deltas of ``--repeats`` turns.
    A second run paces the deltas at ``--pace`` per second, as a model's
    tokens arrive, so the latency is the path's, not a queue's.
 
@@ -124,7 +124,7 @@ def in_process_turn(n_events: int, pace: float = 0.0) -> Tuple[List[int], List[i
 
 
 def rate_and_latency(stamps: List[int], seen: List[int]) -> Tuple[float, List[float]]:
-    rate = (len(seen) - 1) / ((seen[-1] - seen[0]) / 1e9) if len(seen) > 1 else float("nan")
+    rate = len(seen) / ((seen[-1] - stamps[0]) / 1e9)
     return rate, [(s - t) / 1000 for t, s in zip(stamps, seen)]
 
 
