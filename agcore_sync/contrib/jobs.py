@@ -48,21 +48,17 @@ stuck on a dead connection never keeps a worker process alive.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import threading
-import time
-from typing import Any, Callable, Dict, Mapping, Optional, Union
-
-import attrs
+from typing import Any, Callable, Mapping, Optional, Union
 
 from agcore_sync.agent.errors import SessionNotFoundError, SessionStoreError
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.agent.store import SessionStore
-from agcore_sync.agent.turn_stream import TurnStream
+from agcore_sync.contrib._turn_job import TurnJob, is_turn_id
+from agcore_sync.contrib._turn_watch import CANCEL_POLL_INTERVAL, WATCH_JOIN_TIMEOUT, TurnWatch
 from agcore_sync.contrib.redis import RedisEventRelay, RelayError
 from agcore_sync.errors import AgcoreError
-from agcore_sync.hooks import Approve, Decision, Deny, Hooks
+from agcore_sync.hooks import Hooks
 from agcore_sync.llm.events import Error
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.tools.registry import ToolRegistry
@@ -78,25 +74,11 @@ __all__ = [
 
 logger = logging.getLogger("agcore_sync.jobs")
 
-#: How often a running turn's watcher looks for the cancel mark (seconds):
-#: the longest a cancel waits to be seen. One ``EXISTS`` per poll.
-CANCEL_POLL_INTERVAL = 0.2
-
 #: The liveness mark lives ``lease_ttl * LIVENESS_FACTOR`` seconds after each
 #: renewal (every third of that). Above 1 so that the mark of a dead worker
 #: lapses after its lease: the reader's ``Error`` means the session is free.
 LIVENESS_FACTOR = 1.5
 
-#: How long the end of a job waits for its watcher thread, which is woken at
-#: once and may only be inside one Redis call (bounded by the client's timeouts).
-WATCH_JOIN_TIMEOUT = 5.0
-
-_TURN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-
-#: The longest turn id (a uuid4 has 36 characters).
-MAX_TURN_ID_LENGTH = 128
-
-_numbers = itertools.count(1)
 
 
 class TurnCancelledError(AgcoreError):
@@ -123,187 +105,6 @@ class TurnCancelledError(AgcoreError):
 
 def _rebuild_cancelled(message: str, turn_id: Optional[str]) -> TurnCancelledError:
     return TurnCancelledError(message, turn_id=turn_id)
-
-
-# -- the job ---------------------------------------------------------------------
-
-
-def _check_id(name: str) -> Callable[[Any, Any, Any], None]:
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if not isinstance(value, str):
-            raise TypeError(f"TurnJob.{name} must be a str, not {type(value).__name__}")
-        if not value:
-            raise ValueError(f"TurnJob.{name} must not be empty")
-        if name == "turn_id" and (len(value) > MAX_TURN_ID_LENGTH or not set(value) <= _TURN_ID_CHARS):
-            raise ValueError(f"TurnJob.turn_id must be 1 to {MAX_TURN_ID_LENGTH} letters, digits, '_' or '-' "
-                             f"(a job id for RQ and Celery, a key part for Redis), not {value!r}")
-    return check
-
-
-def _check_user_input(_instance: Any, _attribute: Any, value: Any) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"TurnJob.user_input must be a str or None, not {type(value).__name__}")
-
-
-def _decision_dict(call_id: Any, decision: Any) -> Dict[str, Any]:
-    if not isinstance(call_id, str) or not call_id:
-        raise ValueError(f"TurnJob.decisions: a tool call id must be a non-empty str, not {call_id!r}")
-    if isinstance(decision, Approve):
-        return {"approve": True}
-    if isinstance(decision, Deny):
-        return {"deny": decision.reason}
-    if isinstance(decision, Mapping):
-        if dict(decision) == {"approve": True}:
-            return {"approve": True}
-        if set(decision) == {"deny"} and isinstance(decision["deny"], str):
-            return {"deny": decision["deny"]}
-    raise ValueError(f"TurnJob.decisions[{call_id!r}] must be {{'approve': True}}, {{'deny': 'reason'}}, "
-                     f"Approve() or Deny(reason), not {decision!r}")
-
-
-def _decisions(value: Any) -> Optional[Dict[str, Dict[str, Any]]]:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise TypeError(f"TurnJob.decisions must be a dict of tool_call_id -> decision, not {type(value).__name__}")
-    return {call_id: _decision_dict(call_id, decision) for call_id, decision in value.items()}
-
-
-@attrs.frozen(kw_only=True)
-class TurnJob:
-    """What a web process enqueues to run a turn in a job worker (plain JSON).
-
-    Exactly one of ``user_input`` (a new turn) and ``decisions`` (resume
-    the session's paused turn) is set.
-
-    Attributes:
-        session_id: the session, in the runner's store; a new turn of an
-            unknown id starts a new session.
-        turn_id: the relay stream's name, and the job's id: unique per turn
-            and per resume (1 to 128 letters, digits, ``_``, ``-``; a uuid4).
-        user_input: the user message of a new turn.
-        decisions: for a resume, ``{tool_call_id: {"approve": True} |
-            {"deny": "reason"}}``; ``Approve()`` and ``Deny(reason)`` are
-            accepted and stored as those dicts.
-
-    Raises:
-        TypeError, ValueError: a field of the wrong type or form, or not
-            exactly one of ``user_input`` and ``decisions``.
-
-    .. versionadded:: 0.2
-    """
-
-    session_id: str = attrs.field(validator=_check_id("session_id"))
-    turn_id: str = attrs.field(validator=_check_id("turn_id"))
-    user_input: Optional[str] = attrs.field(default=None, validator=_check_user_input)
-    decisions: Optional[Dict[str, Dict[str, Any]]] = attrs.field(default=None, converter=_decisions)
-
-    def __attrs_post_init__(self) -> None:
-        if (self.user_input is None) == (self.decisions is None):
-            raise ValueError("a TurnJob has exactly one of user_input (a new turn) and decisions (a resume); "
-                             f"turn {self.turn_id!r} has {'both' if self.user_input is not None else 'neither'}")
-
-    @property
-    def resumes(self) -> bool:
-        """True for a resume (``decisions``), False for a new turn."""
-        return self.decisions is not None
-
-    def session_decisions(self) -> Dict[str, Decision]:
-        """Return ``decisions`` as ``Approve()`` / ``Deny(reason)`` values, for ``resume_turn_stream``."""
-        return {call_id: Approve() if "approve" in decision else Deny(decision["deny"])
-                for call_id, decision in (self.decisions or {}).items()}
-
-    def to_dict(self) -> Dict[str, Any]:
-        """Return the job as a JSON-ready dict (what the job system carries)."""
-        return {"session_id": self.session_id, "turn_id": self.turn_id, "user_input": self.user_input,
-                "decisions": None if self.decisions is None else {k: dict(v) for k, v in self.decisions.items()}}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TurnJob:
-        """Rebuild a job from :meth:`to_dict`.
-
-        Raises:
-            TypeError: ``data`` is not a mapping.
-            ValueError: a key is missing or unknown, or a field is invalid.
-        """
-        if not isinstance(data, Mapping):
-            raise TypeError(f"a TurnJob is a dict, not {type(data).__name__}")
-        unknown = sorted(set(data) - {"session_id", "turn_id", "user_input", "decisions"})
-        if unknown:
-            raise ValueError(f"a TurnJob has no field(s) {unknown}")
-        missing = [name for name in ("session_id", "turn_id") if name not in data]
-        if missing:
-            raise ValueError(f"a TurnJob needs {missing}")
-        return cls(session_id=data["session_id"], turn_id=data["turn_id"], user_input=data.get("user_input"),
-                   decisions=data.get("decisions"))
-
-
-# -- the watcher -----------------------------------------------------------------
-
-
-class _TurnWatch:
-    """One turn's liveness renewals and cancel polling, on a thread it owns.
-
-    Entering marks the turn alive (raising if Redis is unreachable) and
-    starts ``agcore-turnwatch-<n>``; leaving stops and joins it. The thread
-    catches every failure (logged; the next poll tries again).
-    """
-
-    def __init__(self, relay: RedisEventRelay, turn_id: str, alive_ttl: float) -> None:
-        self._relay = relay
-        self._turn_id = turn_id
-        self._alive_ttl = alive_ttl
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._stream: Optional[TurnStream] = None
-        self._thread: Optional[threading.Thread] = None
-        #: True once the cancel mark closed the turn's stream before it ended.
-        self.cancelled = False
-        self._seen = False
-
-    def __enter__(self) -> _TurnWatch:
-        self._relay.keep_alive(self._turn_id, self._alive_ttl)
-        self._thread = threading.Thread(target=self._run, name=f"agcore-turnwatch-{next(_numbers)}", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(WATCH_JOIN_TIMEOUT)
-            if self._thread.is_alive():
-                logger.warning("%s of turn %r is still inside a Redis call; it ends when that call returns",
-                               self._thread.name, self._turn_id)
-
-    def watch(self, stream: TurnStream) -> None:
-        """Close ``stream`` when the cancel mark appears (at once if it already has)."""
-        with self._lock:
-            self._stream = stream
-            seen = self._seen
-        if seen:
-            self._close(stream)
-
-    def _close(self, stream: TurnStream) -> None:
-        if not stream.closed:
-            self.cancelled = True
-            stream.close()
-
-    def _run(self) -> None:
-        renew_every = self._alive_ttl / 3
-        next_renewal = time.monotonic() + renew_every
-        while not self._stop.wait(CANCEL_POLL_INTERVAL):
-            try:
-                if not self._seen and self._relay.cancel_requested(self._turn_id):
-                    with self._lock:
-                        self._seen = True
-                        stream = self._stream
-                    if stream is not None:
-                        self._close(stream)
-                if time.monotonic() >= next_renewal:
-                    self._relay.keep_alive(self._turn_id, self._alive_ttl)
-                    next_renewal = time.monotonic() + renew_every
-            except Exception:  # noqa: BLE001 - logged; the next poll tries again
-                logger.warning("watcher of turn %r: Redis call failed; trying again", self._turn_id, exc_info=True)
 
 
 # -- the runner ------------------------------------------------------------------
@@ -412,7 +213,7 @@ class TurnRunner:
         turn_job = self._parse(job)
         turn_id = turn_job.turn_id
         try:
-            with _TurnWatch(self.relay, turn_id, self.lease_ttl * LIVENESS_FACTOR) as watch:
+            with TurnWatch(self.relay, turn_id, self.lease_ttl * LIVENESS_FACTOR) as watch:
                 self._run_turn(turn_job, watch)
         except BaseException as exc:
             self._end_with(turn_id, exc)
@@ -429,11 +230,11 @@ class TurnRunner:
             return TurnJob.from_dict(job)
         except (TypeError, ValueError) as exc:
             turn_id = job.get("turn_id") if isinstance(job, Mapping) else None
-            if isinstance(turn_id, str) and turn_id and set(turn_id) <= _TURN_ID_CHARS:
+            if is_turn_id(turn_id):
                 self._end_with(turn_id, exc, Error(f"invalid turn job: {exc}", exc))
             raise
 
-    def _run_turn(self, job: TurnJob, watch: _TurnWatch) -> None:
+    def _run_turn(self, job: TurnJob, watch: TurnWatch) -> None:
         """Lease, load, stream, publish, save, close; raise TurnCancelledError after a cancel."""
         if self.relay.cancel_requested(job.turn_id):
             raise TurnCancelledError(f"turn {job.turn_id!r} was cancelled before it started", turn_id=job.turn_id)

@@ -388,3 +388,38 @@ def test_a_worker_whose_turn_was_declared_lost_stops_without_saving(redis_client
     thread.join(WAIT)
     assert not thread.is_alive() and isinstance(outcome.get("error"), RelayError)
     assert runner.store.load("s1") is None
+
+
+def test_the_watcher_thread_runs_only_while_its_job_runs(runner, redis_client):
+    thread, outcome = in_thread(runner.run, TurnJob(session_id="s1", turn_id="t1",
+                                                     user_input='call hold {"name": "w"}'))
+    read_events = runner.relay.read("t1", timeout=WAIT)
+    for _, event in read_events:
+        if isinstance(event, ToolExecutionStarted):
+            break
+    watchers = [t for t in threading.enumerate() if t.name.startswith("agcore-turnwatch-")]
+    assert len(watchers) == 1 and watchers[0].daemon
+    redis_client.rpush(jobs_app.release_key("w"), "go")
+    thread.join(WAIT)
+    assert outcome == {"value": None}
+    watchers[0].join(WAIT)
+    assert not watchers[0].is_alive()
+    assert isinstance([e for _, e in read_events][-1], MessageComplete)
+
+
+def test_a_loaded_session_gets_the_hooks_factorys_hooks(redis_client):
+    from agcore_sync import HookEvent, Hooks
+
+    seen = []
+
+    def make_hooks():
+        hooks = Hooks()
+        hooks.on(HookEvent.ON_TURN_START, lambda ctx: seen.append(ctx.turn_index))
+        return hooks
+
+    base = jobs_app.make_runner(redis_client)
+    runner = TurnRunner(store=base.store, relay=base.relay, new_session=lambda: AgentSession(DemoProvider()),
+                        provider=DemoProvider, hooks=make_hooks)
+    runner.run(TurnJob(session_id="s1", turn_id="t1", user_input="hi"))  # new: new_session's (no hooks)
+    runner.run(TurnJob(session_id="s1", turn_id="t2", user_input="hi"))  # loaded: the factory's hooks
+    assert seen == [1]
