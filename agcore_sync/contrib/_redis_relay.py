@@ -221,6 +221,19 @@ class RedisEventRelay:
             raise self._failed("finish", turn_id, exc) from exc
         return as_text(entry_id)
 
+    def finished(self, turn_id: str) -> bool:
+        """Say whether the turn's stream has its end mark (nothing more can be published).
+
+        Raises:
+            RelayError: Redis failed.
+        """
+        _check_turn_id(turn_id)
+        try:
+            newest = self.client.xrevrange(self._key(turn_id), count=1)
+        except redis.RedisError as exc:
+            raise self._failed("read", turn_id, exc) from exc
+        return bool(newest) and any(as_text(k) == "end" for k in newest[0][1])
+
     # -- job workers: liveness and cancel marks -------------------------------
 
     def keep_alive(self, turn_id: str, ttl: float) -> None:

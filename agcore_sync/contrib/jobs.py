@@ -204,7 +204,9 @@ class TurnRunner:
                 that turn's relay with an ``Error`` event).
 
         Raises:
-            RelayError: Redis failed (publishing, marking or finishing).
+            RelayError: Redis failed (publishing, marking or finishing), or
+                the turn has already ended (a job delivered twice: its
+                stream is left as it is).
             SessionStoreError: the store failed or holds a corrupt session.
             ValueError, TypeError: ``job`` is not a valid job.
             Exception: whatever else failed (a bug in a factory, a job
@@ -236,6 +238,10 @@ class TurnRunner:
 
     def _run_turn(self, job: TurnJob, watch: TurnWatch) -> None:
         """Lease, load, stream, publish, save, close; raise TurnCancelledError after a cancel."""
+        if self.relay.finished(job.turn_id):
+            # A job delivered twice (a retry, a redelivery): its turn ran once already.
+            raise RelayError(f"turn {job.turn_id!r} has already ended; a turn runs once (a retried or redelivered "
+                             "job?)", turn_id=job.turn_id)
         if self.relay.cancel_requested(job.turn_id):
             raise TurnCancelledError(f"turn {job.turn_id!r} was cancelled before it started", turn_id=job.turn_id)
         with self.store.lease(job.session_id, ttl=self.lease_ttl):

@@ -423,3 +423,14 @@ def test_a_loaded_session_gets_the_hooks_factorys_hooks(redis_client):
     runner.run(TurnJob(session_id="s1", turn_id="t1", user_input="hi"))  # new: new_session's (no hooks)
     runner.run(TurnJob(session_id="s1", turn_id="t2", user_input="hi"))  # loaded: the factory's hooks
     assert seen == [1]
+
+
+def test_a_job_delivered_twice_runs_its_turn_once_and_leaves_the_stream_alone(runner, redis_client):
+    job = TurnJob(session_id="s1", turn_id="t1", user_input="What is 2 + 3?")
+    runner.run(job)
+    entries = redis_client.xrange("agcore:turn:{t1}")
+    with pytest.raises(RelayError, match="already ended"):
+        runner.run(job.to_dict())
+    assert redis_client.xrange("agcore:turn:{t1}") == entries
+    assert stored_turns(runner, "s1") == 1
+    assert runner.relay.finished("t1") and not runner.relay.finished("t2")
