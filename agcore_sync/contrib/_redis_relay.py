@@ -4,6 +4,22 @@ Import it from :mod:`agcore_sync.contrib.redis`. A turn's events are one
 stream, ``<prefix>turn:{<turn_id>}``: an entry per event (field ``event``,
 the event's JSON) and a last entry marking the end (field ``end``). Appends
 are a Lua script that refuses to add after the end mark.
+
+Two marks serve the job workers that run turns
+(:mod:`agcore_sync.contrib.jobs`); they share the stream's hash tag:
+
+- ``<prefix>turn-alive:{<turn_id>}``: the worker's liveness, the server
+  time (ms) until which the worker is known alive (:meth:`RedisEventRelay.keep_alive`).
+  A reader blocked without events checks it; once it has lapsed, a Lua
+  script appends an ``Error`` event (its error a :class:`WorkerLostError`)
+  and the end mark, atomically and once however many readers race, so
+  every reader sees the same end. A turn without the mark (not started
+  yet, or not run by a job worker) is never declared dead.
+- ``<prefix>turn-cancel:{<turn_id>}``: set by :meth:`RedisEventRelay.cancel`
+  (the web side), read by the worker's watcher
+  (:meth:`RedisEventRelay.cancel_requested`).
+
+:meth:`RedisEventRelay.finish` deletes both marks.
 """
 
 from __future__ import annotations
@@ -16,9 +32,9 @@ from typing import Any, Iterator, Mapping, Optional, Tuple
 from agcore_sync.agent._store_support import check_ttl
 from agcore_sync.contrib._redis_support import as_text, check_client, check_prefix, ms, redis
 from agcore_sync.errors import AgcoreError
-from agcore_sync.llm.events import StreamEvent
+from agcore_sync.llm.events import Error, StreamEvent
 
-__all__ = ["RedisEventRelay", "RelayError", "READ_BLOCK_SLICE", "READ_BATCH"]
+__all__ = ["RedisEventRelay", "RelayError", "WorkerLostError", "READ_BLOCK_SLICE", "READ_BATCH", "CANCEL_MARK_TTL"]
 
 #: The longest single XREAD BLOCK of :meth:`RedisEventRelay.read`, in
 #: seconds. Reading blocks in the server in slices this long (shorter near
@@ -39,6 +55,54 @@ if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return {1, id}
 """
 
+# KEYS: the turn's stream, its liveness mark, its cancel mark. ARGV: value, ttl in ms ('' = none).
+# Like _APPEND, and a finish ('end') also deletes the turn's marks.
+_FINISH = """
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+redis.call('DEL', KEYS[2], KEYS[3])
+if last and last[2][1] == 'end' then return {0, last[1]} end
+local id = redis.call('XADD', KEYS[1], '*', 'end', ARGV[1])
+if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return {1, id}
+"""
+
+# KEYS: the liveness mark. ARGV: seconds alive in ms, the mark's own lifetime in ms ('' = none).
+# The deadline is the server's clock, so workers and readers on different machines agree.
+_KEEP_ALIVE = """
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+if ARGV[2] ~= '' then
+  redis.call('SET', KEYS[1], deadline, 'PX', ARGV[2])
+else
+  redis.call('SET', KEYS[1], deadline)
+end
+return deadline
+"""
+
+# KEYS: the turn's stream, its liveness mark. ARGV: the Error event's JSON, stream ttl in ms ('' = none).
+# If the mark exists and its deadline has passed, and the stream has no end
+# mark yet, append the Error event and the end mark and drop the liveness mark.
+# Returns 1 when this call ended the turn, else 0.
+_END_IF_LAPSED = """
+if redis.replicate_commands then redis.replicate_commands() end
+local deadline = redis.call('GET', KEYS[2])
+if not deadline then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now < tonumber(deadline) then return 0 end
+redis.call('DEL', KEYS[2])
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+if last and last[2][1] == 'end' then return 0 end
+redis.call('XADD', KEYS[1], '*', 'event', ARGV[1])
+redis.call('XADD', KEYS[1], '*', 'end', '1')
+if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+"""
+
+#: How long a cancel mark lives when the relay's ``ttl`` is None (seconds).
+CANCEL_MARK_TTL = 3600.0
+
 _STREAM_ID = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
@@ -54,6 +118,16 @@ class RelayError(AgcoreError):
         super().__init__(message)
         #: The turn whose stream failed.
         self.turn_id = turn_id
+
+
+class WorkerLostError(RelayError):
+    """The job worker running a turn stopped before ending it (its liveness mark lapsed).
+
+    It is the error of the ``Error`` event a reader appends for such a
+    turn; in a stream read back it shows as ``{"class": "WorkerLostError"}``.
+
+    .. versionadded:: 0.2
+    """
 
 
 class RedisEventRelay:
@@ -87,22 +161,27 @@ class RedisEventRelay:
         #: Seconds a turn's stream lives after its last append (None: forever).
         self.ttl = check_ttl(ttl, "ttl", optional=True)
         self._append = client.register_script(_APPEND)
+        self._finish = client.register_script(_FINISH)
+        self._keep_alive = client.register_script(_KEEP_ALIVE)
+        self._end_if_lapsed = client.register_script(_END_IF_LAPSED)
         socket_timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
         self._slice = READ_BLOCK_SLICE if not socket_timeout else min(READ_BLOCK_SLICE, socket_timeout / 2)
 
     def __repr__(self) -> str:
         return f"RedisEventRelay(prefix={self.prefix!r})"
 
-    def _key(self, turn_id: str) -> str:
-        return f"{self.prefix}turn:{{{turn_id}}}"
+    def _key(self, turn_id: str, kind: str = "turn") -> str:
+        return f"{self.prefix}{kind}:{{{turn_id}}}"
+
+    def _stream_ttl_ms(self) -> str:
+        return "" if self.ttl is None else str(ms(self.ttl))
 
     def _failed(self, what: str, turn_id: str, exc: Exception) -> RelayError:
         return RelayError(f"{self!r}: cannot {what} turn {turn_id!r}: {exc}", turn_id=turn_id)
 
     def _add(self, turn_id: str, field: str, value: str) -> Tuple[bool, str]:
-        ttl = "" if self.ttl is None else str(ms(self.ttl))
         try:
-            status, entry_id = self._append(keys=[self._key(turn_id)], args=[field, value, ttl])
+            status, entry_id = self._append(keys=[self._key(turn_id)], args=[field, value, self._stream_ttl_ms()])
         except redis.RedisError as exc:
             raise self._failed("append to", turn_id, exc) from exc
         return bool(status), as_text(entry_id)
@@ -128,10 +207,96 @@ class RedisEventRelay:
         """Mark the end of the turn's stream, after its last event; return the mark's entry id.
 
         Readers end when they reach the mark. Finishing a finished turn
-        does nothing and returns the existing mark's id.
+        does nothing and returns the existing mark's id. The turn's
+        liveness and cancel marks are deleted.
+
+        Raises:
+            RelayError: Redis failed.
         """
         _check_turn_id(turn_id)
-        return self._add(turn_id, "end", "1")[1]
+        keys = [self._key(turn_id), self._key(turn_id, "turn-alive"), self._key(turn_id, "turn-cancel")]
+        try:
+            _, entry_id = self._finish(keys=keys, args=["1", self._stream_ttl_ms()])
+        except redis.RedisError as exc:
+            raise self._failed("finish", turn_id, exc) from exc
+        return as_text(entry_id)
+
+    def finished(self, turn_id: str) -> bool:
+        """Say whether the turn's stream has its end mark (nothing more can be published).
+
+        Raises:
+            RelayError: Redis failed.
+        """
+        _check_turn_id(turn_id)
+        try:
+            newest = self.client.xrevrange(self._key(turn_id), count=1)
+        except redis.RedisError as exc:
+            raise self._failed("read", turn_id, exc) from exc
+        return bool(newest) and any(as_text(k) == "end" for k in newest[0][1])
+
+    # -- job workers: liveness and cancel marks -------------------------------
+
+    def keep_alive(self, turn_id: str, ttl: float) -> None:
+        """Mark the turn's worker alive for ``ttl`` more seconds (the server's clock).
+
+        A job worker calls it when it starts the turn and then regularly
+        (:class:`~agcore_sync.contrib.jobs.TurnRunner` does). Once a mark
+        has lapsed, the next reader blocked without events ends the turn
+        with an ``Error`` event (a :class:`WorkerLostError`) and the end
+        mark. The mark itself lives as long as the stream (``ttl`` of the
+        relay, plus ``ttl``); :meth:`finish` deletes it.
+
+        Raises:
+            RelayError: Redis failed.
+            ValueError: ``ttl`` is not a positive number.
+        """
+        _check_turn_id(turn_id)
+        ttl = check_ttl(ttl, "ttl")
+        lifetime = "" if self.ttl is None else str(ms(self.ttl + ttl))
+        try:
+            self._keep_alive(keys=[self._key(turn_id, "turn-alive")], args=[ms(ttl), lifetime])
+        except redis.RedisError as exc:
+            raise self._failed("mark alive", turn_id, exc) from exc
+
+    def cancel(self, turn_id: str) -> None:
+        """Ask the worker running the turn to stop it (safe from any process, idempotent).
+
+        Sets the turn's cancel mark; the worker's watcher sees it within
+        its poll interval and closes the turn's stream (a job not started
+        yet sees it when it starts, and does not run the turn). Cancelling
+        a finished turn does nothing visible. The mark lives as long as
+        the stream (:data:`CANCEL_MARK_TTL` when the relay's ``ttl`` is None).
+
+        Raises:
+            RelayError: Redis failed.
+        """
+        _check_turn_id(turn_id)
+        try:
+            self.client.set(self._key(turn_id, "turn-cancel"), "1", px=ms(self.ttl or CANCEL_MARK_TTL))
+        except redis.RedisError as exc:
+            raise self._failed("cancel", turn_id, exc) from exc
+
+    def cancel_requested(self, turn_id: str) -> bool:
+        """Say whether :meth:`cancel` was called for the turn (and it has not finished since).
+
+        Raises:
+            RelayError: Redis failed.
+        """
+        _check_turn_id(turn_id)
+        try:
+            return bool(self.client.exists(self._key(turn_id, "turn-cancel")))
+        except redis.RedisError as exc:
+            raise self._failed("read the cancel mark of", turn_id, exc) from exc
+
+    def _end_if_worker_lost(self, key: str, turn_id: str) -> None:
+        """End the turn with a WorkerLostError event if its liveness mark lapsed (atomic, once)."""
+        error = WorkerLostError(f"the worker running turn {turn_id!r} stopped before the turn ended (its "
+                                "liveness mark lapsed); the session keeps its last saved state", turn_id=turn_id)
+        payload = json.dumps(Error(str(error), error).to_dict(), ensure_ascii=False, separators=(",", ":"))
+        try:
+            self._end_if_lapsed(keys=[key, self._key(turn_id, "turn-alive")], args=[payload, self._stream_ttl_ms()])
+        except redis.RedisError as exc:
+            raise self._failed("check the worker of", turn_id, exc) from exc
 
     def read(self, turn_id: str, after: Optional[str] = None, *,
              timeout: Optional[float] = None) -> Iterator[Tuple[str, StreamEvent]]:
@@ -203,8 +368,12 @@ class RedisEventRelay:
                 response = self.client.xread({key: last}, count=READ_BATCH, block=ms(block))
             except redis.RedisError as exc:
                 raise self._failed("read", turn_id, exc) from exc
+            if not response:
+                # Blocked a whole slice without an event: is the worker still there?
+                self._end_if_worker_lost(key, turn_id)
+                continue
             # RESP2 answers [[key, entries]], RESP3 {key: entries}.
-            batches = response.values() if isinstance(response, dict) else [entries for _, entries in response or ()]
+            batches = response.values() if isinstance(response, dict) else [entries for _, entries in response]
             for entries in batches:
                 for raw_id, fields in entries:
                     last = as_text(raw_id)

@@ -13,12 +13,24 @@ configures and closes; they never close it. The client may use
   publishes its events to a Redis stream; any web process reads them, as
   :class:`~agcore_sync.llm.events.StreamEvent` values or as Server-Sent
   Events, and a browser that reconnects with ``Last-Event-ID`` gets what it
-  missed, once.
+  missed, once. Job workers mark a turn alive and watch for a cancel
+  (:meth:`~RedisEventRelay.keep_alive`, :meth:`~RedisEventRelay.cancel`):
+  a reader of a turn whose worker died ends with an ``Error`` event
+  (:class:`WorkerLostError`). :mod:`agcore_sync.contrib.jobs` runs turns
+  this way.
 """
 
 from __future__ import annotations
 
-from agcore_sync.contrib._redis_relay import READ_BATCH, READ_BLOCK_SLICE, RedisEventRelay, RelayError
+from agcore_sync.contrib._redis_relay import (
+    CANCEL_MARK_TTL,
+    READ_BATCH,
+    READ_BLOCK_SLICE,
+    RedisEventRelay,
+    RelayError,
+    WorkerLostError,
+)
 from agcore_sync.contrib._redis_store import SCHEMA_VERSION, RedisSessionStore
 
-__all__ = ["RedisSessionStore", "RedisEventRelay", "RelayError", "SCHEMA_VERSION", "READ_BLOCK_SLICE", "READ_BATCH"]
+__all__ = ["RedisSessionStore", "RedisEventRelay", "RelayError", "WorkerLostError", "SCHEMA_VERSION",
+           "READ_BLOCK_SLICE", "READ_BATCH", "CANCEL_MARK_TTL"]

@@ -18,6 +18,7 @@ NEEDS = {
     "mcp_stdio.py": "mcp",  # they start tests/mcp_servers/sdk_server.py (the MCP Python SDK, Python >= 3.10)
     "mcp_http.py": "mcp",
     "background_turn.py": "redis",
+    "background_runner.py": "redis",
 }
 # Scripts that need a file the suite installs apart: file name -> that file.
 NEEDS_FILES = {
@@ -25,7 +26,7 @@ NEEDS_FILES = {
     / "server-everything" / "dist" / "index.js",  # tests/node/install.sh
 }
 # Scripts that need a Redis server: the test starts one on a free port and passes it as REDIS_URL.
-NEEDS_REDIS_SERVER = {"background_turn.py"}
+NEEDS_REDIS_SERVER = {"background_turn.py", "background_runner.py"}
 
 
 @pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.glob("*.py") if p.name not in NOT_SCRIPTS),
