@@ -9,56 +9,11 @@ two ``rq worker`` processes.
 from __future__ import annotations
 
 import json
-import sys
 
-import pytest
-import requests
-
-from tests.support.webapps import ROOT, Gunicorn, Service, SseClient, child_env, read_until_end
-
-pytest.importorskip("rq", reason="rq is not installed: pip install -e '.[test]'")
-pytest.importorskip("flask", reason="flask is not installed: pip install -e '.[test]'")
-
-EXAMPLE = ROOT / "docs" / "examples" / "flask_worker"
+from tests.support.webapps import SseClient, read_until_end
 
 #: How long a test waits for the answer of a turn.
 TURN_TIMEOUT = 60.0
-
-
-@pytest.fixture(scope="module")
-def app(redis_server, log_dir):
-    """gunicorn (2 workers) and two rq workers on the test Redis; yields gunicorn's base URL."""
-    env = child_env(redis_server.url, EXAMPLE, SSE_HEARTBEAT_S="1")
-    workers = [Service(f"rq-{n}", [sys.executable, "-m", "rq.cli", "worker", "--url", redis_server.url,
-                                   "--name", f"flask-example-{n}", "turns"],
-                       cwd=EXAMPLE, env=env, log_dir=log_dir) for n in (1, 2)]
-    web = Gunicorn("app:create_app()", workers=2, cwd=EXAMPLE, env=env, log_dir=log_dir)
-    services = [web, *workers]
-    try:
-        yield web
-    finally:
-        for service in services:
-            service.stop()
-
-
-@pytest.fixture
-def http():
-    """A requests session, closed after the test."""
-    with requests.Session() as session:
-        yield session
-
-
-@pytest.fixture
-def relay(redis_server):
-    """A relay on the test Redis (the test's own view of the turns' streams)."""
-    import redis
-
-    from agcore_sync.contrib.redis import RedisEventRelay
-
-    client = redis.Redis.from_url(redis_server.url)
-    yield RedisEventRelay(client)
-    client.close()
-    client.connection_pool.disconnect()
 
 
 def start_turn(http, app, message, session_id=None):
@@ -71,21 +26,21 @@ def payloads(events):
     return [json.loads(event.data) for event in events]
 
 
-def test_the_page_uses_event_source_and_shows_tools_approvals_and_the_answer(app, http):
-    page = http.get(app.url + "/", timeout=30)
+def test_the_page_uses_event_source_and_shows_tools_approvals_and_the_answer(flask_app, http):
+    page = http.get(flask_app.url + "/", timeout=30)
     assert page.status_code == 200
     for needle in ("new EventSource(", "approval_required", "tool_execution_started", "text_delta", "Last-Event-ID"):
         assert needle in page.text
 
 
-def test_a_turn_streams_from_an_rq_worker_and_approval_crosses_two_gunicorn_workers(app, http, relay):
+def test_a_turn_streams_from_an_rq_worker_and_approval_crosses_two_gunicorn_workers(flask_app, http, relay):
     pin_1 = relay.publish("pin-1", _note("pin one"))  # a turn the test controls: it pins a web worker
-    with SseClient(http, f"{app.url}/turns/pin-1/events") as pinned:
+    with SseClient(http, f"{flask_app.url}/turns/pin-1/events") as pinned:
         first_pid = pinned.pid
-        turn, start_pid = start_turn(http, app, "What is 17 * 23?")
+        turn, start_pid = start_turn(http, flask_app, "What is 17 * 23?")
         assert start_pid != first_pid  # the other worker: the first one is busy streaming
 
-        with SseClient(http, f"{app.url}/turns/{turn['turn_id']}/events") as stream:
+        with SseClient(http, f"{flask_app.url}/turns/{turn['turn_id']}/events") as stream:
             assert stream.pid == start_pid
             events = payloads(read_until_end(stream))
         assert events[-1]["type"] == "approval_required"
@@ -94,11 +49,11 @@ def test_a_turn_streams_from_an_rq_worker_and_approval_crosses_two_gunicorn_work
 
         # Pin the worker that started the turn, free the other: the approval must land there.
         relay.publish("pin-2", _note("pin two"))
-        with SseClient(http, f"{app.url}/turns/pin-2/events") as pinned_2:
+        with SseClient(http, f"{flask_app.url}/turns/pin-2/events") as pinned_2:
             assert pinned_2.pid == start_pid
             relay.finish("pin-1")
             assert [e.id for e in read_until_end(pinned)] == [pin_1]
-            approved = http.post(f"{app.url}/turns/{turn['turn_id']}/approve", timeout=30,
+            approved = http.post(f"{flask_app.url}/turns/{turn['turn_id']}/approve", timeout=30,
                                  json={"decisions": {request["tool_call_id"]: {"approve": True}}})
             relay.finish("pin-2")
     assert approved.status_code == 202, approved.text
@@ -107,7 +62,7 @@ def test_a_turn_streams_from_an_rq_worker_and_approval_crosses_two_gunicorn_work
     resumed = approved.json()
     assert resumed["session_id"] == turn["session_id"] and resumed["turn_id"] != turn["turn_id"]
 
-    with SseClient(http, f"{app.url}/turns/{resumed['turn_id']}/events") as stream:
+    with SseClient(http, f"{flask_app.url}/turns/{resumed['turn_id']}/events") as stream:
         events = payloads(read_until_end(stream))
     completed = [e for e in events if e["type"] == "tool_execution_completed"]
     assert [(e["tool_name"], e["result_summary"]) for e in completed] == [("multiply", "391")]
@@ -115,16 +70,16 @@ def test_a_turn_streams_from_an_rq_worker_and_approval_crosses_two_gunicorn_work
     assert "17 x 23 = 391" in answer
 
 
-def test_a_client_that_reconnects_with_last_event_id_mid_turn_gets_every_event_once(app, http, relay):
-    turn, _ = start_turn(http, app, "sleep 1500 ms, then what is 2 + 3?")
-    url = f"{app.url}/turns/{turn['turn_id']}/events"
+def test_a_client_that_reconnects_with_last_event_id_mid_turn_gets_every_event_once(flask_app, http, relay):
+    turn, _ = start_turn(http, flask_app, "sleep 1500 ms, then what is 2 + 3?")
+    url = f"{flask_app.url}/turns/{turn['turn_id']}/events"
     seen = []
     with SseClient(http, url) as stream:
         for event in stream.events():  # drop the connection at the first event
             seen.append(event)
             break
     # Wait (on Redis, not on the clock) until the turn has published past the drop, while it still runs.
-    for entry_id, event in relay.read(turn["turn_id"], after=seen[-1].id, timeout=TURN_TIMEOUT):
+    for _, event in relay.read(turn["turn_id"], after=seen[-1].id, timeout=TURN_TIMEOUT):
         if getattr(event, "tool_name", None) == "sleep_ms":
             break
     with SseClient(http, url, last_event_id=seen[-1].id) as stream:
@@ -134,11 +89,11 @@ def test_a_client_that_reconnects_with_last_event_id_mid_turn_gets_every_event_o
     assert "2 + 3 = 5" in "".join(e["text"] for e in payloads(seen) if e["type"] == "text_delta")
 
 
-def test_bad_requests_get_a_400_and_unknown_turns_a_404(app, http):
-    assert http.post(f"{app.url}/turns", json={"message": ""}, timeout=30).status_code == 400
-    assert http.get(f"{app.url}/turns/x/events", headers={"Last-Event-ID": "nope"}, timeout=30).status_code == 400
-    assert http.post(f"{app.url}/turns/none/approve", json={"decisions": {}}, timeout=30).status_code == 404
-    assert http.post(f"{app.url}/turns/none/cancel", timeout=30).status_code == 404
+def test_bad_requests_get_a_400_and_unknown_turns_a_404(flask_app, http):
+    assert http.post(f"{flask_app.url}/turns", json={"message": ""}, timeout=30).status_code == 400
+    assert http.get(f"{flask_app.url}/turns/x/events", headers={"Last-Event-ID": "nope"}, timeout=30).status_code == 400
+    assert http.post(f"{flask_app.url}/turns/none/approve", json={"decisions": {}}, timeout=30).status_code == 404
+    assert http.post(f"{flask_app.url}/turns/none/cancel", timeout=30).status_code == 404
 
 
 def _note(text):

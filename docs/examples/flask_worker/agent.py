@@ -56,19 +56,19 @@ def new_session() -> AgentSession:
                         system_prompt="You are a helpful assistant. Use the tools for arithmetic.")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def client() -> redis.Redis:
     """This process's Redis client (one per process; its pool is shared by the threads)."""
     return redis.Redis.from_url(REDIS_URL)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def relay() -> RedisEventRelay:
     """The turns' event streams."""
     return RedisEventRelay(client())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def runner() -> TurnRunner:
     """Runs a turn in a job worker; the web side cancels through it."""
     return TurnRunner(store=RedisSessionStore(client()), relay=relay(), new_session=new_session,

@@ -26,13 +26,13 @@ import os
 import uuid
 from typing import Any, Dict, Iterator, Optional
 
+import agent
 from flask import Flask, Response, jsonify, request, send_from_directory
 from rq import Queue
+from tasks import run_turn
 
-import agent
 from agcore_sync.contrib.jobs import TurnJob
 from agcore_sync.contrib.rq import enqueue_turn
-from tasks import run_turn
 
 #: Seconds without an event before the stream sends a comment line: it keeps proxies from
 #: closing an idle stream, and a write to a client that went away ends the response.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import agent
+
 from agcore_sync.contrib.jobs import TurnJob
 
 
