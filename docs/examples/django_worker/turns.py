@@ -15,8 +15,9 @@ from agcore_sync.contrib.celery import register_turn_task
 app = Celery("turns", broker=agent.REDIS_URL)
 app.conf.update(
     task_ignore_result=True,  # the events go through the relay; nobody reads a result
-    task_acks_late=True,  # a worker that dies mid-turn does not lose the job silently ...
-    worker_prefetch_multiplier=1,  # ... and a busy worker does not hoard turns others could run
+    # Acknowledge at start (Celery's default, not acks_late): a turn whose worker died is not run again
+    # from the top, which would repeat its tool calls; its readers get an Error event instead.
+    worker_prefetch_multiplier=1,  # a busy worker does not hoard turns that others could run
     broker_connection_retry_on_startup=True,
 )
 
