@@ -126,7 +126,8 @@ def cancel_stops_the_turn_in_the_worker(http: requests.Session, app: Gunicorn, r
     assert cancelled.status_code == 202, cancelled.text
     with SseClient(http, f"{app.url}/turns/{turn['turn_id']}/events") as stream:
         events = payloads(read_until_end(stream))  # the stream ends ...
-    assert "2 + 3 = 5" not in answer(events)  # ... before the model's answer
+    assert "2 + 3 = 5" not in answer(events)  # ... before the model's answer,
+    assert events[-1]["type"] == "error" and events[-1]["error"]["class"] == "TurnCancelledError"  # and says why
 
 
 def bad_requests_get_a_400_and_unknown_turns_a_404(http: requests.Session, app: Gunicorn) -> None:
