@@ -60,6 +60,7 @@ def check_parts(owner: str, provider: Any, config: Any, hooks: Any) -> None:
     _check.optional_instance(owner, "config", config, CycleConfig, "a CycleConfig")
     _check.optional_instance(owner, "hooks", hooks, Hooks, "a Hooks")
 
+
 class Conversation:
     """A conversation with one provider: history, requests, retries, hooks.
 

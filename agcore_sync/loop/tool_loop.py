@@ -63,15 +63,22 @@ _WAIT = object()
 def cut_utf8(text: str, max_bytes: Optional[int]) -> str:
     """Return ``text`` cut to ``max_bytes`` of UTF-8 on a character boundary.
 
-    A cut text ends with a marker saying how many bytes were cut.
+    A cut text ends with a marker saying how many bytes were cut. ASCII text
+    (``str.isascii()`` is a flag lookup) is cut without copying more than
+    the part kept.
     """
-    if max_bytes is None:
+    if max_bytes is None or len(text) * 4 <= max_bytes:  # a character is at most 4 bytes
         return text
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text
-    head = data[:max_bytes].decode("utf-8", "ignore")
-    cut = len(data) - len(head.encode("utf-8", "surrogatepass"))
+    if text.isascii():
+        if len(text) <= max_bytes:
+            return text
+        head, cut = text[:max_bytes], len(text) - max_bytes
+    else:
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= max_bytes:
+            return text
+        head = data[:max_bytes].decode("utf-8", "ignore")
+        cut = len(data) - len(head.encode("utf-8", "surrogatepass"))
     return f"{head}\n[... {cut} bytes cut: the result was longer than {max_bytes} bytes]"
 
 
