@@ -97,6 +97,30 @@ def approval_crosses_two_gunicorn_workers(http: requests.Session, app: Gunicorn,
     assert "17 x 23 = 391" in answer(events)
 
 
+def a_client_that_leaves_a_quiet_stream_frees_its_web_process(http: requests.Session, app: Gunicorn,
+                                                              relay: RedisEventRelay) -> None:
+    """The stream's heartbeat is a write, and a write to a closed connection ends the response.
+
+    Both sync workers are pinned by streams of quiet turns; the first
+    client goes away. Only the heartbeat can free its process: the next
+    request must be served there, long before the turn's next event.
+    """
+    quiet_1, quiet_2 = f"quiet-{uuid.uuid4().hex}", f"quiet-{uuid.uuid4().hex}"
+    relay.publish(quiet_1, TextDelta("one"))
+    relay.publish(quiet_2, TextDelta("two"))
+    try:
+        with SseClient(http, f"{app.url}/turns/{quiet_1}/events") as leaving:
+            left_pid = leaving.pid
+            with SseClient(http, f"{app.url}/turns/{quiet_2}/events") as staying:
+                assert staying.pid != left_pid
+                leaving.close()
+                page = http.get(app.url + "/", timeout=HTTP_TIMEOUT)
+                assert int(page.headers["X-Worker-Pid"]) == left_pid
+    finally:
+        relay.finish(quiet_1)
+        relay.finish(quiet_2)
+
+
 def a_reconnect_with_last_event_id_mid_turn_gets_every_event_once(http: requests.Session, app: Gunicorn,
                                                                    relay: RedisEventRelay) -> None:
     turn, _ = start_turn(http, app, "sleep 1500 ms, then what is 2 + 3?")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.webapps import ROOT
 from tests.webapps import scenarios
 
 
@@ -29,6 +30,10 @@ def test_a_client_disconnect_and_reconnect_with_last_event_id_mid_turn_loses_and
     scenarios.a_reconnect_with_last_event_id_mid_turn_gets_every_event_once(http, app, relay)
 
 
+def test_a_client_that_leaves_a_quiet_stream_frees_its_gunicorn_worker(app, http, relay):
+    scenarios.a_client_that_leaves_a_quiet_stream_frees_its_web_process(http, app, relay)
+
+
 def test_cancel_from_the_web_side_stops_the_turn_in_the_job_worker(app, http, relay):
     scenarios.cancel_stops_the_turn_in_the_worker(http, app, relay)
 
@@ -43,3 +48,9 @@ def test_a_post_without_the_csrf_token_is_refused(django_app):
     with requests.Session() as bare:
         response = bare.post(f"{django_app.url}/turns", json={"message": "What is 2 + 3?"}, timeout=30)
     assert response.status_code == 403
+
+
+def test_the_page_is_the_flask_example_s_page():
+    examples = ROOT / "docs" / "examples"
+    django_page, flask_page = (examples / name / "index.html" for name in ("django_worker", "flask_worker"))
+    assert django_page.read_text() == flask_page.read_text()  # one page, two copies: they must not drift

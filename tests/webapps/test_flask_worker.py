@@ -29,6 +29,10 @@ def test_a_client_disconnect_and_reconnect_with_last_event_id_mid_turn_loses_and
     scenarios.a_reconnect_with_last_event_id_mid_turn_gets_every_event_once(http, app, relay)
 
 
+def test_a_client_that_leaves_a_quiet_stream_frees_its_gunicorn_worker(app, http, relay):
+    scenarios.a_client_that_leaves_a_quiet_stream_frees_its_web_process(http, app, relay)
+
+
 def test_cancel_from_the_web_side_stops_the_turn_in_the_job_worker(app, http, relay):
     scenarios.cancel_stops_the_turn_in_the_worker(http, app, relay)
 
