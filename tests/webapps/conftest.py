@@ -18,15 +18,14 @@ import requests
 from tests.support.redis_server import SKIP_REASON, RedisServer, redis_server_path
 from tests.support.webapps import ROOT, Gunicorn, Service, child_env
 
-for _module in ("redis", "gunicorn", "agcore_sync.contrib.jobs"):
-    pytest.importorskip(_module, reason=f"{_module} is not importable: pip install -e '.[test]'")
-
 EXAMPLES = ROOT / "docs" / "examples"
 
 
 @pytest.fixture(scope="session")
 def redis_server():
     """A redis-server child for the web app tests, stopped and reaped at the end of the session."""
+    for module in ("redis", "gunicorn", "agcore_sync.contrib.jobs"):
+        pytest.importorskip(module, reason=f"{module} is not importable: pip install -e '.[test]'")
     if redis_server_path() is None:
         pytest.skip(SKIP_REASON)
     server = RedisServer().start()
