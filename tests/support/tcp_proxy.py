@@ -56,7 +56,11 @@ class TcpProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:  # the server is gone: the client sees its connection closed
+                client.close()
+                continue
             pair = (client, upstream)
             with self._lock:
                 self._pairs.add(pair)
