@@ -44,7 +44,7 @@ NODE_DIR = ROOT / "tests" / "node"
 _DIRECTIVE = re.compile(r"^(?P<indent>\s*)\.\. (?:code-block|code|sourcecode)::\s*(?P<language>\S*)\s*$")
 _OPTION = re.compile(r"^\s*:[\w-]+:")
 #: The line before a copied example: "... `docs/examples/name.py <examples/name.py>`_:".
-_COPY_LINK = re.compile(r"`docs/examples/[\w.]+ <(?P<target>[\w./]+\.py)>`_:\s*$")
+_COPY_LINK = re.compile(r"`docs/examples/[\w./]+ <(?P<target>[\w./]+\.py)>`_:\s*$")
 
 
 @attrs.define
