@@ -14,16 +14,16 @@ in :class:`HookError` (cause chained), which ends the turn.
 from __future__ import annotations
 
 import enum
-import logging
 from typing import Any, Callable, Dict, List, Optional
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.errors import AgcoreError
 
 __all__ = ["HookEvent", "HookContext", "Deny", "Hooks", "HookError", "HookFn"]
 
-logger = logging.getLogger("agcore_sync.hooks")
+logger = _instrument.get_logger("agcore_sync.hooks")
 
 
 class HookEvent(str, enum.Enum):

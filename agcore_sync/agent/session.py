@@ -19,25 +19,29 @@ without a lock of the caller's (a web app keeps one per conversation).
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import threading
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from agcore_sync import _instrument
 from agcore_sync.agent.errors import AgentError
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.hooks import HookError, HookEvent, Hooks
-from agcore_sync.llm.cost import PricingArg, find_pricing
+from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+from agcore_sync.loop.limits import RunUsage, UsageLimits
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
 from agcore_sync.loop.tool_stream import ToolLoopStream
 from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["AgentSession", "TurnStream", "FORMAT_VERSION"]
 
-logger = logging.getLogger("agcore_sync.session")
+logger = _instrument.get_logger("agcore_sync.session")
+
+_FREE = Pricing(0.0, 0.0)
 
 #: The ``format_version`` written by :meth:`AgentSession.to_dict`.
 FORMAT_VERSION = 1
@@ -86,20 +90,33 @@ class AgentSession:
         compact: a :class:`~agcore_sync.agent.compact.CompactConfig`, applied
             before every provider call.
         pricing: prices for :attr:`cost_usd` (None: the built-in table).
+        usage_limits: a :class:`~agcore_sync.loop.limits.UsageLimits` budget
+            for the sum of all turns (None: no limit); a turn that hits it
+            ends with :class:`~agcore_sync.loop.limits.UsageLimitExceeded`.
 
     Attributes:
         cost_so_far: a :class:`Usage` summed over every provider response of
             every turn, tool rounds included.
+        usage: a :class:`~agcore_sync.loop.limits.RunUsage` summed over every
+            turn: what ``usage_limits`` count.
+
+    .. versionchanged:: 0.2 ``usage_limits`` and ``usage``.
         turn_index: how many turns have ended; every hook of a turn sees it.
     """
 
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None,
                  registry: Optional[ToolRegistry] = None, system_prompt: Any = None,
-                 hooks: Optional[Hooks] = None, compact: Any = None, *, pricing: PricingArg = None) -> None:
+                 hooks: Optional[Hooks] = None, compact: Any = None, *, pricing: PricingArg = None,
+                 usage_limits: Optional[UsageLimits] = None) -> None:
+        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+            raise TypeError(f"usage_limits must be a UsageLimits or None, not {type(usage_limits).__name__}")
         self._cycle = LlmCycle(provider, config, system_prompt, hooks, compact)
         self._owns_registry = registry is None
         self.registry = registry if registry is not None else ToolRegistry()
         self.pricing = pricing
+        self.usage_limits = usage_limits
+        self.usage = RunUsage()
+        self._turn: Optional[_instrument.TurnScope] = None
         self.cost_so_far = Usage()
         self._cost: Optional[float] = 0.0
         self.turn_index = 0
@@ -182,15 +199,22 @@ class AgentSession:
             self._turn_open = True
         self._cycle.use_history(slot.messages)  # the loops read and extend the current slot
         self._cycle.turn_index = self.turn_index
+        self._cycle.pricing = self.pricing
+        self._cycle.session_limits = None if self.usage_limits is None else (self.usage_limits, self.usage)
+        self._turn = _instrument.begin_turn(self)
         try:
-            self._cycle.fire(HookEvent.ON_TURN_START)
-        except BaseException:
+            with self._turn.activate():
+                self._cycle.fire(HookEvent.ON_TURN_START)
+        except BaseException as exc:
             self._turn_open = False
+            self._turn.fail(exc)
+            self._turn.end()
             raise
 
     def _end_turn(self, record: TurnRecord, *, append_messages: bool) -> None:
         """Count usage, keep messages, fire ON_TURN_END, advance the index."""
         try:
+            self.usage = self.usage + record.usage
             for usage, model in record.usage_by_model:
                 self.cost_so_far = self.cost_so_far + usage
                 price = find_pricing(model, self.pricing)
@@ -200,11 +224,19 @@ class AgentSession:
             if record.final_response is not None:
                 self._ended_responses[id(record.final_response)] = record.final_response
             self._last_turn_responses = record.responses
-            self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
+            with self._turn_context():
+                self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
         finally:
+            turn, self._turn = self._turn, None
+            if turn is not None:
+                turn.end(record)
             self.turn_index += 1
             self._stream = None
             self._turn_open = False
+
+    def _turn_context(self) -> Any:
+        """Make the open turn (its log id, its span) current for a block."""
+        return self._turn.activate() if self._turn is not None else contextlib.nullcontext()
 
     def _end_streamed_turn(self, record: TurnRecord) -> None:
         # The stream has already put the turn's messages into the slot.
@@ -221,7 +253,8 @@ class AgentSession:
         self._start_turn()
         loop = ToolLoop(self._cycle, self.registry)
         try:
-            return loop.run(user_input)
+            with self._turn_context():
+                return loop.run(user_input)
         finally:
             self._end_turn(loop.record(), append_messages=True)
 
@@ -236,10 +269,16 @@ class AgentSession:
         """
         self._start_turn()
         try:
-            stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
-                                max_buffered_events=max_buffered_events)
-        except BaseException:
+            # The worker copies this context: the turn is current in it.
+            with self._turn_context():
+                stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
+                                    max_buffered_events=max_buffered_events)
+        except BaseException as exc:
             self._turn_open = False
+            turn, self._turn = self._turn, None
+            if turn is not None:
+                turn.fail(exc)
+                turn.end()
             raise
         self._stream = weakref.ref(stream)
         return stream
@@ -285,8 +324,11 @@ class AgentSession:
         self._cycle.use_history(slot.messages)
         self._cycle.turn_index = self.turn_index
         messages = [response.message] if new_messages is None else list(new_messages)
+        used = RunUsage(requests=1, input_tokens=response.usage.prompt_tokens,
+                        output_tokens=response.usage.completion_tokens,
+                        cost_usd=(find_pricing(response.model, self.pricing) or _FREE).cost(response.usage))
         record = TurnRecord(new_messages=messages, usage_by_model=[(response.usage, response.model)],
-                            responses=[response], final_response=response)
+                            responses=[response], final_response=response, usage=used)
         self._end_turn(record, append_messages=True)
 
     def _is_ended_turn(self, response: MessageResponse) -> bool:
@@ -317,6 +359,8 @@ class AgentSession:
             "cost_so_far": self.cost_so_far.to_dict(),
             "cost_usd": self._cost,
             "turn_index": self.turn_index,
+            "usage": self.usage.to_dict(),
+            "usage_limits": None if self.usage_limits is None else self.usage_limits.to_dict(),
         }
 
     @classmethod
@@ -331,8 +375,12 @@ class AgentSession:
         if version != FORMAT_VERSION:
             raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "
                              f"reads version {FORMAT_VERSION}; upgrade agcore_sync to load it")
+        limits = data.get("usage_limits")
         session = cls(provider, CycleConfig.from_dict(data["config"]), registry, data.get("system_prompt"),
-                      hooks, compact, pricing=pricing)
+                      hooks, compact, pricing=pricing,
+                      usage_limits=None if limits is None else UsageLimits.from_dict(limits))
+        if data.get("usage") is not None:
+            session.usage = RunUsage.from_dict(data["usage"])
         session._slots = SlotStore.from_dict(data["slots"])
         session.cost_so_far = Usage.from_dict(data["cost_so_far"])
         session._cost = data.get("cost_usd", 0.0)

@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional
 import attrs
 
 from agcore_sync.llm.retry import RetryConfig
+from agcore_sync.loop.limits import UsageLimits
 
 __all__ = ["CycleConfig", "DEFAULT_MAX_TOOL_TURNS"]
 
@@ -23,6 +24,12 @@ DEFAULT_MAX_TOOL_TURNS = 10
 def _retry_converter(value: Any) -> Optional[RetryConfig]:
     if isinstance(value, dict):
         return RetryConfig.from_dict(value)
+    return value
+
+
+def _limits_converter(value: Any) -> Optional[UsageLimits]:
+    if isinstance(value, dict):
+        return UsageLimits.from_dict(value)
     return value
 
 
@@ -44,6 +51,10 @@ class CycleConfig:
             are cut, with a marker (None: no limit).
         max_repeated_tool_calls: a call identical to the previous N calls in
             a row is refused (None: no guard).
+        usage_limits: a :class:`~agcore_sync.loop.limits.UsageLimits` budget
+            for each tool-loop turn (None: no limit).
+
+    .. versionchanged:: 0.2 ``usage_limits``.
     """
 
     model: Optional[str] = None
@@ -55,6 +66,7 @@ class CycleConfig:
     tool_timeout_secs: Optional[float] = 30.0
     max_tool_result_bytes: Optional[int] = 100_000
     max_repeated_tool_calls: Optional[int] = 3
+    usage_limits: Optional[UsageLimits] = attrs.field(default=None, converter=_limits_converter)
 
     @property
     def tool_turn_limit(self) -> int:
@@ -67,6 +79,7 @@ class CycleConfig:
         """Return a JSON-ready dict."""
         data = attrs.asdict(self, recurse=False)
         data["retry"] = None if self.retry is None else self.retry.to_dict()
+        data["usage_limits"] = None if self.usage_limits is None else self.usage_limits.to_dict()
         return data
 
     @classmethod

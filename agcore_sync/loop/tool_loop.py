@@ -17,7 +17,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.hooks import HookEvent
+from agcore_sync.llm.cost import cost_usd
 from agcore_sync.llm.errors import MaxToolTurnsExceeded
 from agcore_sync.llm.events import (
     CostUpdate,
@@ -30,6 +32,7 @@ from agcore_sync.llm.events import (
 from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop.limits import RunUsage, UsageMeter
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
@@ -91,12 +94,15 @@ class TurnRecord:
             reported usage, in order.
         responses: every response received, in order.
         final_response: the last response received, or None.
+        usage: requests, tool calls, tokens and cost of the turn (what
+            usage limits count).
     """
 
     new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=tuple)
     usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(default=(), converter=tuple)
     responses: Tuple[MessageResponse, ...] = attrs.field(default=(), converter=tuple)
     final_response: Optional[MessageResponse] = None
+    usage: RunUsage = RunUsage()
 
 
 class _RepeatGuard:
@@ -152,9 +158,20 @@ class ToolLoop:
         self.final_response: Optional[MessageResponse] = None
         self._responses: List[MessageResponse] = []
         self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
+        pricing = getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None)
+        self._meter = UsageMeter(cycle.config.usage_limits, getattr(cycle, "session_limits", None),
+                                 lambda usage, model: cost_usd(usage, model, pricing))
 
     def run(self, prompt: str) -> MessageResponse:
-        """Run the turn for ``prompt``; return the final response."""
+        """Run the turn for ``prompt``; return the final response.
+
+        Raises:
+            UsageLimitExceeded: a usage limit (of the turn or the session) was hit.
+        """
+        with _instrument.loop_turn(Cancelled):
+            return self._run(prompt)
+
+    def _run(self, prompt: str) -> MessageResponse:
         config = self.cycle.config
         self.new_messages = [Message.user(prompt)]
         definitions = self.registry.definitions()
@@ -178,7 +195,8 @@ class ToolLoop:
     def record(self) -> TurnRecord:
         """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
         return TurnRecord(new_messages=self.new_messages, usage_by_model=self.usage_by_model,
-                          responses=self._responses, final_response=self.final_response)
+                          responses=self._responses, final_response=self.final_response,
+                          usage=self._meter.used)
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -187,16 +205,36 @@ class ToolLoop:
     # -- provider -------------------------------------------------------------
 
     def _request(self, request: MessageRequest) -> MessageResponse:
-        if self.emit is None:
-            response = self.cycle.call_provider(request)
-            self.usage_by_model.append((response.usage, response.model))
-        else:
-            response = self._request_stream(request)
+        meter = self._meter
+        meter.before_request()
+        meter.add_request()
+        counted = len(self.usage_by_model)
+        try:
+            if self.emit is None:
+                response = self.cycle.call_provider(request)
+                self.usage_by_model.append((response.usage, response.model))
+            else:
+                response = self._request_stream(request)
+        finally:
+            # Also a failed stream's usage: those tokens were billed.
+            for usage, model in self.usage_by_model[counted:]:
+                meter.add_response(usage, model)
         self._responses.append(response)
         self.final_response = response
+        meter.after_response()
         return response
 
     def _request_stream(self, request: MessageRequest) -> MessageResponse:
+        with _instrument.chat(request, self.cycle.provider, stream=True) as span:
+            try:
+                response = self._read_stream(request)
+            except Cancelled:
+                span.cancel()
+                raise
+            span.record(response)
+            return response
+
+    def _read_stream(self, request: MessageRequest) -> MessageResponse:
         # The hot path of a stream: per event only flag and type checks and
         # the hand-off. The response comes whole with MessageComplete; the
         # events are kept to rebuild it for a provider that sends none.
@@ -234,6 +272,7 @@ class ToolLoop:
     # -- tools ----------------------------------------------------------------
 
     def _run_tools(self, calls: Tuple[ToolUseBlock, ...]) -> List[Message]:
+        self._meter.before_tools(len(calls))
         emit = self.emit
         if emit is not None:
             for call in calls:

@@ -32,10 +32,10 @@ from __future__ import annotations
 import collections
 import contextvars
 import itertools
-import logging
 import threading
 from typing import Any, Deque, Iterator, Optional, Tuple
 
+from agcore_sync import _instrument
 from agcore_sync.llm.events import Error, StreamEvent
 from agcore_sync.llm.types import Message, MessageResponse
 from agcore_sync.loop._conversation import Conversation
@@ -44,7 +44,7 @@ from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["ToolLoopStream"]
 
-logger = logging.getLogger("agcore_sync.stream")
+logger = _instrument.get_logger("agcore_sync.stream")
 
 #: Safety net of every blocking wait in a stream (seconds). Waits are woken
 #: at once by the other side or by ``close()``; this bound only limits how
@@ -206,6 +206,8 @@ class ToolLoopStream:
         self.new_messages: Tuple[Message, ...] = ()
         self.final_response: Optional[MessageResponse] = None
         self.error: Optional[BaseException] = None
+        # A session turn open here (its span, if traced) learns of an early close.
+        self._turn = _instrument.current_turn()
         # The whole loop runs in a copy of the creator's contextvars context.
         context = contextvars.copy_context()
         self._thread = threading.Thread(target=context.run, args=(worker.run,),
@@ -247,6 +249,8 @@ class ToolLoopStream:
         """
         if self._ended:
             return
+        if self._turn is not None and not self._ending:
+            self._turn.cancel()
         self._cancel.set()
         self._channel.clear_and_wake()
         if not self._iterating:

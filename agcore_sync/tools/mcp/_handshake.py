@@ -7,11 +7,11 @@ cancels ``initialize`` or ``server/discover`` (the specification forbids it).
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Dict, Optional
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpConnectionError, McpError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
@@ -19,7 +19,7 @@ from agcore_sync.tools.mcp.transport import Transport
 
 __all__ = ["Agreement", "negotiate"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: ``request(method, params, *, timeout, cancellable) -> result``: the client's request function.
 RequestFunction = Callable[..., Dict[str, Any]]

@@ -27,13 +27,14 @@ import queue
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpError, McpNotInitializedError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 
 __all__ = ["ServerResponder", "WORKER_JOIN_TIMEOUT", "WORKER_POLL_INTERVAL"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: Bound on joining the worker in close(); a user handler still running
 #: after it is logged and left (the thread is a daemon).

@@ -15,16 +15,16 @@ imports this one for ``into_tools``): imports inside ``tools/mcp`` run one way.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Dict, Mapping, Optional, Protocol, Sequence
 
+from agcore_sync import _instrument
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import McpConnectionError, ToolExecutionError
 from agcore_sync.tools.mcp._result import McpToolResult
 
 __all__ = ["McpTool", "McpToolCaller"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 
 class McpToolCaller(Protocol):

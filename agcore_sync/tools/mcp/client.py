@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import logging
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import agcore_sync
+from agcore_sync import _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
 from agcore_sync.tools.mcp import protocol as proto
@@ -62,7 +62,7 @@ from agcore_sync.tools.mcp.transport import Transport
 
 __all__ = ["McpClient", "McpToolResult", "ElicitationHandler", "SamplingHandler", "ProgressHandler"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: ``elicitation_handler(params) -> result``: gets the ``elicitation/create``
 #: params, returns ``{"action": "accept" | "decline" | "cancel", "content": {...}}``.

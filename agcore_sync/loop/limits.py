@@ -1,0 +1,226 @@
+"""Usage limits: a budget of requests, tool calls, tokens and dollars per turn or per session.
+
+:class:`UsageLimits` is the budget (a frozen value; None means no limit),
+:class:`RunUsage` what a turn or a session has used, and
+:class:`UsageMeter` the part of a tool loop that counts and checks. The
+loop checks twice per round:
+
+1. before each provider request, a limit the next request would surely
+   exceed: ``max_requests`` already reached, or ``max_input_tokens``,
+   ``max_total_tokens`` or ``max_cost_usd`` already used up (every request
+   sends at least one input token); and before a round's tools run, a
+   ``max_tool_calls`` the round's calls would pass (none of them runs);
+2. after each response, every token and cost limit against what was used.
+
+Either raises :class:`UsageLimitExceeded`, which ends the turn as any fatal
+error does: the stream's last event is an ``Error``, a session turn still
+ends and counts what it used. A session's limits apply to the sum over all
+its turns, the turn running included. This module does no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import attrs
+
+from agcore_sync.errors import AgcoreError
+from agcore_sync.llm.types import Usage
+
+__all__ = ["RunUsage", "UsageLimitExceeded", "UsageLimits", "UsageMeter"]
+
+
+def _optional_limit(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"UsageLimits.{attribute.name} must be None or a number >= 0, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class UsageLimits:
+    """A budget for a turn (``CycleConfig.usage_limits``) or a session (``AgentSession(usage_limits=...)``).
+
+    Args:
+        max_requests: provider calls (a call's retries are one call).
+        max_tool_calls: tool calls handed to the registry.
+        max_input_tokens: prompt tokens, cached ones included.
+        max_output_tokens: completion tokens.
+        max_total_tokens: prompt plus completion tokens.
+        max_cost_usd: dollars, priced with the session's (or the
+            provider's) pricing; a model without a price counts nothing.
+
+    .. versionadded:: 0.2
+    """
+
+    max_requests: Optional[int] = attrs.field(default=None, validator=_optional_limit)
+    max_tool_calls: Optional[int] = attrs.field(default=None, validator=_optional_limit)
+    max_input_tokens: Optional[int] = attrs.field(default=None, validator=_optional_limit)
+    max_output_tokens: Optional[int] = attrs.field(default=None, validator=_optional_limit)
+    max_total_tokens: Optional[int] = attrs.field(default=None, validator=_optional_limit)
+    max_cost_usd: Optional[float] = attrs.field(default=None, validator=_optional_limit)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> UsageLimits:
+        """Build limits from ``to_dict()`` output."""
+        return cls(**data)
+
+
+@attrs.frozen(kw_only=True)
+class RunUsage:
+    """What a turn or a session has used; ``a + b`` adds two.
+
+    Args:
+        requests: provider calls made.
+        tool_calls: tool calls handed to the registry.
+        input_tokens: prompt tokens.
+        output_tokens: completion tokens.
+        cost_usd: dollars (priced calls only).
+
+    .. versionadded:: 0.2
+    """
+
+    requests: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: RunUsage) -> RunUsage:
+        if not isinstance(other, RunUsage):
+            return NotImplemented
+        return RunUsage(requests=self.requests + other.requests, tool_calls=self.tool_calls + other.tool_calls,
+                        input_tokens=self.input_tokens + other.input_tokens,
+                        output_tokens=self.output_tokens + other.output_tokens,
+                        cost_usd=self.cost_usd + other.cost_usd)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> RunUsage:
+        """Build a usage from ``to_dict()`` output."""
+        return cls(**data)
+
+
+class UsageLimitExceeded(AgcoreError):
+    """A turn would pass, or has passed, one of its :class:`UsageLimits`.
+
+    Args:
+        message: which limit, its value, and what was used.
+        limit: the field of :class:`UsageLimits` that was hit, e.g. ``"max_requests"``.
+        value: that field's value.
+        usage: what was used when the check failed (the session's sum for a
+            session limit, the turn's for a turn limit).
+        scope: ``"turn"`` or ``"session"``.
+
+    .. versionadded:: 0.2
+    """
+
+    def __init__(self, message: str, *, limit: str = "", value: Any = None,
+                 usage: Optional[RunUsage] = None, scope: str = "turn") -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+        self.usage = usage if usage is not None else RunUsage()
+        self.scope = scope
+
+
+#: ``cost(usage, model) -> dollars or None`` (None: the model has no price).
+CostFn = Callable[[Usage, Optional[str]], Optional[float]]
+
+# Checked before a request: used up means the next request surely exceeds.
+_BEFORE_REQUEST = (("max_input_tokens", "input_tokens"), ("max_total_tokens", "total_tokens"),
+                   ("max_cost_usd", "cost_usd"))
+# Checked after a response: passed.
+_AFTER_RESPONSE = (("max_input_tokens", "input_tokens"), ("max_output_tokens", "output_tokens"),
+                   ("max_total_tokens", "total_tokens"), ("max_cost_usd", "cost_usd"))
+
+
+class UsageMeter:
+    """Counts one turn's usage and checks it against turn and session limits.
+
+    Args:
+        turn_limits: the turn's limits (``CycleConfig.usage_limits``), or None.
+        session_limits: ``(limits, usage of the session's earlier turns)``, or None.
+        cost: prices a response's usage.
+    """
+
+    __slots__ = ("used", "_checks", "_cost")
+
+    def __init__(self, turn_limits: Optional[UsageLimits], session_limits: Optional[Tuple[UsageLimits, RunUsage]],
+                 cost: CostFn) -> None:
+        #: What this turn has used so far.
+        self.used = RunUsage()
+        checks = []
+        if turn_limits is not None:
+            checks.append(("turn", turn_limits, RunUsage()))
+        if session_limits is not None:
+            checks.append(("session", session_limits[0], session_limits[1]))
+        self._checks: Sequence[Tuple[str, UsageLimits, RunUsage]] = tuple(checks)
+        self._cost = cost
+
+    @property
+    def active(self) -> bool:
+        """True if any limit applies (a loop without one skips the checks)."""
+        return bool(self._checks)
+
+    def before_request(self) -> None:
+        """Raise if the next request would surely exceed a limit."""
+        for scope, limits, base in self._checks:
+            used = base + self.used
+            if limits.max_requests is not None and used.requests + 1 > limits.max_requests:
+                self._raise(scope, "max_requests", limits.max_requests, used, "the next request would be one more")
+            for name, field in _BEFORE_REQUEST:
+                limit = getattr(limits, name)
+                if limit is not None and getattr(used, field) >= limit:
+                    self._raise(scope, name, limit, used, "it is used up before the next request")
+
+    def add_request(self) -> None:
+        """Count a provider call about to be made."""
+        self.used = attrs.evolve(self.used, requests=self.used.requests + 1)
+
+    def add_response(self, usage: Usage, model: Optional[str]) -> None:
+        """Count a response's tokens and cost."""
+        cost = self._cost(usage, model) or 0.0
+        self.used = attrs.evolve(self.used, input_tokens=self.used.input_tokens + usage.prompt_tokens,
+                                 output_tokens=self.used.output_tokens + usage.completion_tokens,
+                                 cost_usd=self.used.cost_usd + cost)
+
+    def after_response(self) -> None:
+        """Raise if what was used passes a token or cost limit."""
+        for scope, limits, base in self._checks:
+            used = base + self.used
+            for name, field in _AFTER_RESPONSE:
+                limit = getattr(limits, name)
+                if limit is not None and getattr(used, field) > limit:
+                    self._raise(scope, name, limit, used, "the last response passed it")
+
+    def before_tools(self, count: int) -> None:
+        """Raise if running ``count`` more tool calls would pass ``max_tool_calls``; else count them."""
+        for scope, limits, base in self._checks:
+            used = base + self.used
+            if limits.max_tool_calls is not None and used.tool_calls + count > limits.max_tool_calls:
+                self._raise(scope, "max_tool_calls", limits.max_tool_calls, used,
+                            f"the model asked for {count} more; none of them ran")
+        self.used = attrs.evolve(self.used, tool_calls=self.used.tool_calls + count)
+
+    @staticmethod
+    def _raise(scope: str, limit: str, value: Any, used: RunUsage, why: str) -> None:
+        raise UsageLimitExceeded(
+            f"the {scope} reached its usage limit {limit}={value} ({why}); used so far: "
+            f"{used.requests} requests, {used.tool_calls} tool calls, {used.input_tokens} input and "
+            f"{used.output_tokens} output tokens, ${used.cost_usd:.6f}; raise the limit or start a new "
+            f"{scope}",
+            limit=limit, value=value, usage=used, scope=scope,
+        )
