@@ -233,9 +233,9 @@ def _span(var: contextvars.ContextVar[Optional[str]], value: Optional[str], star
             handle.fail(exc)
             raise
         finally:
+            handle._finish()  # while current: metric exemplars point at this span
             if attached is not None:
                 _safely("deactivate a span", obs.deactivate, attached)
-            handle._finish()
     finally:
         var.reset(token)
 
