@@ -97,7 +97,7 @@ def is_instrumented() -> bool:
 
 
 def _provider_name(provider: Any) -> str:
-    """The ``gen_ai.provider.name`` of a provider (wrappers such as RetryProvider unwrapped)."""
+    """Return the ``gen_ai.provider.name`` of a provider (wrappers such as RetryProvider unwrapped)."""
     while getattr(provider, "inner", None) is not None:
         provider = provider.inner
     name = getattr(provider, "provider_name", None)
