@@ -15,7 +15,8 @@ import agcore_sync
 PACKAGE = pathlib.Path(agcore_sync.__file__).parent
 
 #: The layers, top (imported by everything below) first.
-LAYERS = ["errors", "_instrument", "_http", "llm", "tools", "hooks", "loop", "agent", "prompt", "telemetry", "contrib", "cli"]
+LAYERS = ["errors", "_instrument", "_http", "llm", "tools", "hooks", "loop", "agent", "prompt", "telemetry",
+          "contrib", "cli"]
 
 #: loop/ inside itself: a module imports only modules before it.
 LOOP_ORDER = ["limits", "config", "_conversation", "tool_loop", "tool_stream", "cycle"]
