@@ -55,8 +55,6 @@ _request_id: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("agc
 _tool_call_id: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("agcore_tool_call_id", default=None)
 _turn: contextvars.ContextVar[Optional[TurnScope]] = contextvars.ContextVar("agcore_turn", default=None)
 
-_log = logging.getLogger("agcore_sync.telemetry")
-
 
 def _new_id() -> str:
     return uuid.uuid4().hex
@@ -98,6 +96,9 @@ def get_logger(name: str) -> logging.Logger:
     if _FIELDS not in logger.filters:
         logger.addFilter(_FIELDS)
     return logger
+
+
+_log = get_logger("agcore_sync.telemetry")
 
 
 # -- the observer seam ----------------------------------------------------------
