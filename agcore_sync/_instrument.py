@@ -28,8 +28,9 @@ from __future__ import annotations
 import abc
 import contextlib
 import contextvars
+import itertools
 import logging
-import uuid
+import os
 from typing import Any, Dict, Iterator, Optional
 
 __all__ = [
@@ -50,14 +51,37 @@ __all__ = [
     "tool_call",
 ]
 
-_turn_id: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("agcore_turn_id", default=None)
-_request_id: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("agcore_request_id", default=None)
+# Turn and request ids are stored as numbers (see _new_id), tool-call ids as the model's text.
+_turn_id: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("agcore_turn_id", default=None)
+_request_id: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("agcore_request_id", default=None)
 _tool_call_id: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("agcore_tool_call_id", default=None)
 _turn: contextvars.ContextVar[Optional[TurnScope]] = contextvars.ContextVar("agcore_turn", default=None)
 
 
-def _new_id() -> str:
-    return uuid.uuid4().hex
+# Ids are a random per-process prefix and a counter: unique enough to join
+# log lines and cheap enough for every provider call (no syscall per id).
+_PREFIX = os.urandom(8).hex()
+_ids = itertools.count(1)
+
+
+def _new_id() -> int:
+    # The hot path stores the number; :func:`_format_id` makes the text when
+    # a record is actually logged.
+    return next(_ids)
+
+
+def _format_id(value: Any) -> Any:
+    return f"{_PREFIX}-{value:x}" if type(value) is int else value
+
+
+def _reseed() -> None:
+    # A forked worker (gunicorn, RQ) must not repeat its parent's ids.
+    global _PREFIX
+    _PREFIX = os.urandom(8).hex()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed)
 
 
 # -- log fields ---------------------------------------------------------------
@@ -79,9 +103,9 @@ class LogFields(logging.Filter):
         """Stamp ``record`` with the ids of its context; return True."""
         fields = record.__dict__
         if "agcore_turn_id" not in fields:
-            record.agcore_turn_id = _turn_id.get()
+            record.agcore_turn_id = _format_id(_turn_id.get())
         if "agcore_request_id" not in fields:
-            record.agcore_request_id = _request_id.get()
+            record.agcore_request_id = _format_id(_request_id.get())
         if "agcore_tool_call_id" not in fields:
             record.agcore_tool_call_id = _tool_call_id.get()
         return True
@@ -216,46 +240,104 @@ class SpanHandle:
 _NO_SPAN = SpanHandle(None, None)
 
 
-@contextlib.contextmanager
-def _span(var: contextvars.ContextVar[Optional[str]], value: Optional[str], start: Any,
-          *args: Any, **kwargs: Any) -> Iterator[SpanHandle]:
-    """Set the log id ``var`` and, with an observer, run a current span around the block."""
-    token = var.set(value)
-    obs = observer
-    try:
+class _Span:
+    """The ``with`` block of one seam: sets a log id and, with an observer, runs a current span.
+
+    A class rather than a generator-based context manager: with no
+    observer, entering and leaving cost two ``ContextVar`` operations.
+    """
+
+    __slots__ = ("_var", "_value", "_start", "_args", "_kwargs", "_token", "_handle", "_attached")
+
+    def __init__(self, var: contextvars.ContextVar[Optional[str]], value: Optional[str], start: str,
+                 *args: Any, **kwargs: Any) -> None:
+        self._var = var
+        self._value = value
+        self._start = start
+        self._args = args
+        self._kwargs = kwargs
+        self._handle = _NO_SPAN
+        self._attached: Any = None
+
+    def __enter__(self) -> SpanHandle:
+        self._token = self._var.set(self._value)
+        obs = observer
         if obs is None:
-            yield _NO_SPAN
-            return
-        handle = SpanHandle(obs, _safely("start a span", getattr(obs, start), *args, **kwargs))
-        attached = None if handle._span is None else _safely("activate a span", obs.activate, handle._span)
+            return _NO_SPAN
+        handle = self._handle = SpanHandle(obs, _safely("start a span", getattr(obs, self._start),
+                                                        *self._args, **self._kwargs))
+        if handle._span is not None:
+            self._attached = _safely("activate a span", obs.activate, handle._span)
+        return handle
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
+        handle = self._handle
         try:
-            yield handle
-        except BaseException as exc:
-            handle.fail(exc)
-            raise
+            if handle is not _NO_SPAN:
+                if error is not None:
+                    handle.fail(error)
+                handle._finish()  # while current: metric exemplars point at this span
+                if self._attached is not None:
+                    _safely("deactivate a span", handle._observer.deactivate, self._attached)  # type: ignore[union-attr]
         finally:
-            handle._finish()  # while current: metric exemplars point at this span
-            if attached is not None:
-                _safely("deactivate a span", obs.deactivate, attached)
-    finally:
-        var.reset(token)
+            self._var.reset(self._token)
 
 
-def chat(request: Any, provider: Any, *, stream: bool) -> contextlib.AbstractContextManager[SpanHandle]:
+class _IdOnly:
+    """The ``with`` block of a seam when no observer is installed: the log id only."""
+
+    __slots__ = ("_var", "_value", "_token")
+
+    def __init__(self, var: contextvars.ContextVar[Any], value: Any) -> None:
+        self._var = var
+        self._value = value
+
+    def __enter__(self) -> SpanHandle:
+        self._token = self._var.set(self._value)
+        return _NO_SPAN
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._var.reset(self._token)
+
+
+class _NoBlock:
+    """A ``with`` block that does nothing and yields the no-op span handle."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> SpanHandle:
+        return _NO_SPAN
+
+    def __exit__(self, *exc_info: Any) -> None:
+        return None
+
+
+_NO_SPAN_BLOCK = _NoBlock()
+
+
+def chat(request: Any, provider: Any, *, stream: bool) -> Any:
     """Run one provider call (retries included) under a new request id and its ``chat`` span."""
-    return _span(_request_id, _new_id(), "start_chat", request, provider, stream=stream)
+    if observer is None:
+        return _IdOnly(_request_id, next(_ids))
+    return _Span(_request_id, _new_id(), "start_chat", request, provider, stream=stream)
 
 
-def tool_call(name: str, tool_call_id: Optional[str], arguments: Any,
-              tool: Any) -> contextlib.AbstractContextManager[SpanHandle]:
-    """Run one tool execution under its tool-call id and its ``execute_tool`` span."""
-    return _span(_tool_call_id, tool_call_id, "start_tool", name, tool_call_id, arguments, tool)
+def tool_call(name: str, tool_call_id: Optional[str], arguments: Any, tool: Any) -> Any:
+    """Run one tool execution under its tool-call id and its ``execute_tool`` span.
+
+    The registry runs every call in a context copy of its own, so with no
+    observer the id is only set (nothing to reset) and the block is a no-op.
+    """
+    if observer is None:
+        _tool_call_id.set(tool_call_id)
+        return _NO_SPAN_BLOCK
+    return _Span(_tool_call_id, tool_call_id, "start_tool", name, tool_call_id, arguments, tool)
 
 
 def mcp_request(method: str, params: Optional[Dict[str, Any]], *, server: str, tool_name: Optional[str],
-                transport: Any) -> contextlib.AbstractContextManager[SpanHandle]:
+                transport: Any) -> _Span:
     """Run one MCP request under its client span (the request id stays the caller's)."""
-    return _span(_request_id, _request_id.get(), "start_mcp", method, params, server=server,
+    return _Span(_request_id, _request_id.get(), "start_mcp", method, params, server=server,
                  tool_name=tool_name, transport=transport)
 
 
@@ -288,18 +370,23 @@ class TurnScope:
     copy that context).
     """
 
-    __slots__ = ("turn_id", "_handle", "_ended")
+    __slots__ = ("_id", "_handle", "_ended")
 
-    def __init__(self, turn_id: str, handle: SpanHandle) -> None:
-        self.turn_id = turn_id
+    def __init__(self, turn_id: int, handle: SpanHandle) -> None:
+        self._id = turn_id
         self._handle = handle
         self._ended = False
+
+    @property
+    def turn_id(self) -> str:
+        """The turn's id, as log records carry it (``agcore_turn_id``)."""
+        return _format_id(self._id)
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[TurnScope]:
         """Make this turn (its id, its span) current in this context for the block."""
         turn_token = _turn.set(self)
-        id_token = _turn_id.set(self.turn_id)
+        id_token = _turn_id.set(self._id)
         handle = self._handle
         obs = handle._observer
         attached = None

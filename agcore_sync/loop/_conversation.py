@@ -143,7 +143,8 @@ class Conversation:
                 response = self.provider.chat(request)
             else:
                 response = call_with_retry(lambda: self.provider.chat(request), self.config.retry, sleep)
-            span.record(response)
+            if span._observer is not None:
+                span.record(response)
         self.fire(HookEvent.POST_REQUEST, request=request, response=response)
         return response
 

@@ -2,7 +2,7 @@
 
 :class:`UsageLimits` is the budget (a frozen value; None means no limit),
 :class:`RunUsage` what a turn or a session has used, and
-:class:`UsageMeter` the part of a tool loop that counts and checks. The
+:class:`UsageMeter` the part of a tool loop that checks (the loop counts). The
 loop checks twice per round:
 
 1. before each provider request, a limit the next request would surely
@@ -27,7 +27,7 @@ import attrs
 from agcore_sync.errors import AgcoreError
 from agcore_sync.llm.types import Usage
 
-__all__ = ["RunUsage", "UsageLimitExceeded", "UsageLimits", "UsageMeter"]
+__all__ = ["RunUsage", "UsageLimitExceeded", "UsageLimits", "UsageMeter", "run_usage"]
 
 
 def _optional_limit(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -147,38 +147,53 @@ _AFTER_RESPONSE = (("max_input_tokens", "input_tokens"), ("max_output_tokens", "
                    ("max_total_tokens", "total_tokens"), ("max_cost_usd", "cost_usd"))
 
 
+def run_usage(requests: int, tool_calls: int, usage_by_model: Sequence[Tuple[Usage, Optional[str]]],
+              cost: CostFn) -> RunUsage:
+    """Return the :class:`RunUsage` of ``requests`` calls, ``tool_calls`` tool calls and those responses."""
+    dollars = 0.0
+    for usage, model in usage_by_model:
+        dollars += cost(usage, model) or 0.0
+    return RunUsage(requests=requests, tool_calls=tool_calls,
+                    input_tokens=sum(usage.prompt_tokens for usage, _ in usage_by_model),
+                    output_tokens=sum(usage.completion_tokens for usage, _ in usage_by_model),
+                    cost_usd=dollars)
+
+
 class UsageMeter:
-    """Counts one turn's usage and checks it against turn and session limits.
+    """Checks one turn's usage against its turn and session limits.
+
+    The loop counts (requests, tool calls, responses) and asks the meter
+    only when there is a limit to check (:meth:`create` returns None
+    otherwise), so a loop without limits pays nothing here.
 
     Args:
         turn_limits: the turn's limits (``CycleConfig.usage_limits``), or None.
         session_limits: ``(limits, usage of the session's earlier turns)``, or None.
-        cost: prices a response's usage.
     """
 
-    __slots__ = ("used", "_checks", "_cost")
+    __slots__ = ("_checks",)
 
-    def __init__(self, turn_limits: Optional[UsageLimits], session_limits: Optional[Tuple[UsageLimits, RunUsage]],
-                 cost: CostFn) -> None:
-        #: What this turn has used so far.
-        self.used = RunUsage()
+    def __init__(self, turn_limits: Optional[UsageLimits],
+                 session_limits: Optional[Tuple[UsageLimits, RunUsage]]) -> None:
         checks = []
         if turn_limits is not None:
             checks.append(("turn", turn_limits, RunUsage()))
         if session_limits is not None:
             checks.append(("session", session_limits[0], session_limits[1]))
         self._checks: Sequence[Tuple[str, UsageLimits, RunUsage]] = tuple(checks)
-        self._cost = cost
 
-    @property
-    def active(self) -> bool:
-        """True if any limit applies (a loop without one skips the checks)."""
-        return bool(self._checks)
+    @classmethod
+    def create(cls, turn_limits: Optional[UsageLimits],
+               session_limits: Optional[Tuple[UsageLimits, RunUsage]]) -> Optional[UsageMeter]:
+        """Return a meter for these limits, or None when there are none."""
+        if turn_limits is None and session_limits is None:
+            return None
+        return cls(turn_limits, session_limits)
 
-    def before_request(self) -> None:
+    def before_request(self, used_by_turn: RunUsage) -> None:
         """Raise if the next request would surely exceed a limit."""
         for scope, limits, base in self._checks:
-            used = base + self.used
+            used = base + used_by_turn
             if limits.max_requests is not None and used.requests + 1 > limits.max_requests:
                 self._raise(scope, "max_requests", limits.max_requests, used, "the next request would be one more")
             for name, field in _BEFORE_REQUEST:
@@ -186,34 +201,22 @@ class UsageMeter:
                 if limit is not None and getattr(used, field) >= limit:
                     self._raise(scope, name, limit, used, "it is used up before the next request")
 
-    def add_request(self) -> None:
-        """Count a provider call about to be made."""
-        self.used = attrs.evolve(self.used, requests=self.used.requests + 1)
-
-    def add_response(self, usage: Usage, model: Optional[str]) -> None:
-        """Count a response's tokens and cost."""
-        cost = self._cost(usage, model) or 0.0
-        self.used = attrs.evolve(self.used, input_tokens=self.used.input_tokens + usage.prompt_tokens,
-                                 output_tokens=self.used.output_tokens + usage.completion_tokens,
-                                 cost_usd=self.used.cost_usd + cost)
-
-    def after_response(self) -> None:
+    def after_response(self, used_by_turn: RunUsage) -> None:
         """Raise if what was used passes a token or cost limit."""
         for scope, limits, base in self._checks:
-            used = base + self.used
+            used = base + used_by_turn
             for name, field in _AFTER_RESPONSE:
                 limit = getattr(limits, name)
                 if limit is not None and getattr(used, field) > limit:
                     self._raise(scope, name, limit, used, "the last response passed it")
 
-    def before_tools(self, count: int) -> None:
-        """Raise if running ``count`` more tool calls would pass ``max_tool_calls``; else count them."""
+    def before_tools(self, used_by_turn: RunUsage, count: int) -> None:
+        """Raise if running ``count`` more tool calls would pass ``max_tool_calls``."""
         for scope, limits, base in self._checks:
-            used = base + self.used
+            used = base + used_by_turn
             if limits.max_tool_calls is not None and used.tool_calls + count > limits.max_tool_calls:
                 self._raise(scope, "max_tool_calls", limits.max_tool_calls, used,
                             f"the model asked for {count} more; none of them ran")
-        self.used = attrs.evolve(self.used, tool_calls=self.used.tool_calls + count)
 
     @staticmethod
     def _raise(scope: str, limit: str, value: Any, used: RunUsage, why: str) -> None:

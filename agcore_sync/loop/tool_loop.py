@@ -32,7 +32,7 @@ from agcore_sync.llm.events import (
 from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
-from agcore_sync.loop.limits import RunUsage, UsageMeter
+from agcore_sync.loop.limits import CostFn, RunUsage, UsageMeter, run_usage
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
@@ -159,8 +159,10 @@ class ToolLoop:
         self._responses: List[MessageResponse] = []
         self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
         pricing = getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None)
-        self._meter = UsageMeter(cycle.config.usage_limits, getattr(cycle, "session_limits", None),
-                                 lambda usage, model: cost_usd(usage, model, pricing))
+        self._price: CostFn = lambda usage, model: cost_usd(usage, model, pricing)
+        self._meter = UsageMeter.create(cycle.config.usage_limits, getattr(cycle, "session_limits", None))
+        self._requests = 0
+        self._tool_calls = 0
 
     def run(self, prompt: str) -> MessageResponse:
         """Run the turn for ``prompt``; return the final response.
@@ -196,7 +198,10 @@ class ToolLoop:
         """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
         return TurnRecord(new_messages=self.new_messages, usage_by_model=self.usage_by_model,
                           responses=self._responses, final_response=self.final_response,
-                          usage=self._meter.used)
+                          usage=self._used())
+
+    def _used(self) -> RunUsage:
+        return run_usage(self._requests, self._tool_calls, self.usage_by_model, self._price)
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -206,22 +211,18 @@ class ToolLoop:
 
     def _request(self, request: MessageRequest) -> MessageResponse:
         meter = self._meter
-        meter.before_request()
-        meter.add_request()
-        counted = len(self.usage_by_model)
-        try:
-            if self.emit is None:
-                response = self.cycle.call_provider(request)
-                self.usage_by_model.append((response.usage, response.model))
-            else:
-                response = self._request_stream(request)
-        finally:
-            # Also a failed stream's usage: those tokens were billed.
-            for usage, model in self.usage_by_model[counted:]:
-                meter.add_response(usage, model)
+        if meter is not None:
+            meter.before_request(self._used())
+        self._requests += 1
+        if self.emit is None:
+            response = self.cycle.call_provider(request)
+            self.usage_by_model.append((response.usage, response.model))
+        else:
+            response = self._request_stream(request)
         self._responses.append(response)
         self.final_response = response
-        meter.after_response()
+        if meter is not None:
+            meter.after_response(self._used())
         return response
 
     def _request_stream(self, request: MessageRequest) -> MessageResponse:
@@ -272,7 +273,9 @@ class ToolLoop:
     # -- tools ----------------------------------------------------------------
 
     def _run_tools(self, calls: Tuple[ToolUseBlock, ...]) -> List[Message]:
-        self._meter.before_tools(len(calls))
+        if self._meter is not None:
+            self._meter.before_tools(self._used(), len(calls))
+        self._tool_calls += len(calls)
         emit = self.emit
         if emit is not None:
             for call in calls:

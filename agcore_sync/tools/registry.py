@@ -353,33 +353,35 @@ class ToolRegistry:
         return entry
 
     def _run(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
-        """Run one call under its tool-call id (and ``execute_tool`` span, when traced)."""
-        with _instrument.tool_call(name, tool_call_id, args, entry.tool) as span:
-            invocation = self._execute(entry, name, args, tool_call_id)
-            span.record(invocation)
-            return invocation
+        """Validate, execute and serialise (steps 3 to 5); raise no Exception.
 
-    def _execute(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
-        """Validate, execute and serialise (steps 3 to 5); raise no Exception."""
-        start = perf_counter()
-        try:
-            validator = entry.validator
-            if validator is None:
-                # Two threads may both compile on a first call; either result is fine.
-                validator = entry.validator = _validation.compile_validator(name, entry.tool.parameters)
-            validator.validate(args)
-            output = entry.tool.execute(args)
-            invocation = ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start)
-            invocation.content()  # fails here, not in the loop, if the result cannot go to the model
+        Runs under the call's tool-call id (and ``execute_tool`` span, when
+        traced). Always called in a context copy of its own (see
+        :meth:`invoke`, :meth:`invoke_all`, the pool), which
+        ``_instrument.tool_call`` relies on.
+        """
+        with _instrument.tool_call(name, tool_call_id, args, entry.tool) as span:
+            start = perf_counter()
+            try:
+                validator = entry.validator
+                if validator is None:
+                    # Two threads may both compile on a first call; either result is fine.
+                    validator = entry.validator = _validation.compile_validator(name, entry.tool.parameters)
+                validator.validate(args)
+                output = entry.tool.execute(args)
+                invocation = ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start)
+                invocation.content()  # fails here, not in the loop, if the result cannot go to the model
+            except ToolError as exc:
+                if exc.tool_name is None:
+                    exc.tool_name = name
+                invocation = ToolInvocation(name, args, None, exc, tool_call_id, perf_counter() - start)
+            except Exception as exc:
+                error = ToolExecutionError(f'tool "{name}" raised {type(exc).__name__}: {exc}', name)
+                error.__cause__ = exc
+                invocation = ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
+            if span._observer is not None:
+                span.record(invocation)
             return invocation
-        except ToolError as exc:
-            if exc.tool_name is None:
-                exc.tool_name = name
-            error: ToolError = exc
-        except Exception as exc:
-            error = ToolExecutionError(f'tool "{name}" raised {type(exc).__name__}: {exc}', name)
-            error.__cause__ = exc
-        return ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
 
     def _run_in_batch(self, batch: Batch, position: int, entry: _Entry, name: str, args: Any, call_id: Any) -> None:
         batch.settle(position, self._run(entry, name, args, call_id))
