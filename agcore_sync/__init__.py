@@ -11,8 +11,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any, Dict, List
 
-#: The package version, also sent to MCP servers as ``clientInfo.version``.
-__version__ = "0.1.0"
+from agcore_sync._version import __version__
 
 # A library logs; the application decides where it goes. Without this, a
 # script that never configured logging would see WARNING records on stderr
@@ -60,6 +59,7 @@ _EXPORTS: Dict[str, str] = {
     "ToolExecutionCompleted": "agcore_sync.llm.events",
     "ToolExecutionStarted": "agcore_sync.llm.events",
     "MockProvider": "agcore_sync.llm.mock",
+    "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
@@ -85,7 +85,7 @@ _EXPORTS: Dict[str, str] = {
     "RetryConfig": "agcore_sync.llm.retry",
     "RetryProvider": "agcore_sync.llm.retry",
     "ToolLoopStream": "agcore_sync.loop.tool_stream",
-    "ContentBlock": "agcore_sync.llm.types",
+    "ContentBlock": "agcore_sync.llm.content",
     "Message": "agcore_sync.llm.types",
     "MessageRequest": "agcore_sync.llm.types",
     "MessageResponse": "agcore_sync.llm.types",
@@ -187,7 +187,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionStarted,
     )
     from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
-    from agcore_sync.llm.mock import MockProvider  # noqa: F401
+    from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
     from agcore_sync.llm.output import (  # noqa: F401
         OutputSchema,

@@ -7,7 +7,10 @@ import threading
 
 import pytest
 
-from tests import leaks
+from tests.support import leaks
+
+#: Fixtures every test may use, registered here instead of imported per module.
+pytest_plugins = ["tests.support.stream_server", "tests.support.tools"]
 
 #: How long a test's leftover threads get to finish before the test fails.
 THREAD_EXIT_TIMEOUT = 10.0

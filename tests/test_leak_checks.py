@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests import leaks
+from tests.support import leaks
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs Linux /proc")
 

@@ -24,13 +24,14 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync.agent.errors import AgentError
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.hooks import HookError, HookEvent, Hooks
 from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
+from agcore_sync.loop._conversation import check_parts
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.loop.limits import RunUsage, UsageLimits
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
@@ -108,8 +109,9 @@ class AgentSession:
                  registry: Optional[ToolRegistry] = None, system_prompt: Any = None,
                  hooks: Optional[Hooks] = None, compact: Any = None, *, pricing: PricingArg = None,
                  usage_limits: Optional[UsageLimits] = None) -> None:
-        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
-            raise TypeError(f"usage_limits must be a UsageLimits or None, not {type(usage_limits).__name__}")
+        check_parts("AgentSession", provider, config, hooks)
+        _check.optional_instance("AgentSession", "registry", registry, ToolRegistry, "a ToolRegistry")
+        _check.optional_instance("AgentSession", "usage_limits", usage_limits, UsageLimits, "a UsageLimits")
         self._cycle = LlmCycle(provider, config, system_prompt, hooks, compact)
         self._owns_registry = registry is None
         self.registry = registry if registry is not None else ToolRegistry()
@@ -369,8 +371,13 @@ class AgentSession:
         """Rebuild a session saved by :meth:`to_dict`.
 
         Raises:
-            AgentError: ``format_version`` is missing or unknown.
+            AgentError: ``data`` is not a saved session, or its
+                ``format_version`` is newer than this version reads.
         """
+        if not isinstance(data, Mapping) or "format_version" not in data:
+            kind = type(data).__name__ if not isinstance(data, Mapping) else "a dict without format_version"
+            raise AgentError(f"AgentSession.from_dict: {kind} is not a saved session; pass what "
+                             "session.to_dict() returned (after json.loads, if it was stored as JSON)")
         version = data.get("format_version")
         if version != FORMAT_VERSION:
             raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "

@@ -15,6 +15,7 @@ import sys
 from typing import Callable, Dict, List, TextIO
 
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
+from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
 from agcore_sync.cli.setup import CliError, Setup
 from agcore_sync.errors import AgcoreError
 
@@ -71,7 +72,12 @@ class ChatRepl:
         }
 
     def run(self) -> int:
-        """Read and run lines until ``/exit``, end of input or Ctrl-C at the prompt; return 0."""
+        """Read and run lines until ``/exit``, end of input or Ctrl-C at the prompt.
+
+        Returns:
+            0 after ``/exit`` or end of input, 130 after Ctrl-C at the prompt
+            (the shell's convention for SIGINT, as docs/cli.rst says).
+        """
         # Piped input is not echoed by a terminal: echo it, so the output reads as a transcript.
         echo = self._read_line is input and not sys.stdin.isatty()
         if self._read_line is input and not echo:
@@ -87,12 +93,15 @@ class ChatRepl:
         self._say("type a message, /help for commands, /exit to leave; Ctrl-C cancels a turn")
         try:
             self._loop(echo)
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
+            self._say("")
+        except KeyboardInterrupt:
             # Ctrl-C outside a turn leaves. CPython's readline can hold a
             # SIGINT that lands just before it waits until the line is
             # entered; the KeyboardInterrupt then surfaces after input()
             # returns, which is why this covers the whole loop.
             self._say("")
+            return EXIT_INTERRUPTED
         except _Exit:
             pass
         return 0

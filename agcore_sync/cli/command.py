@@ -14,7 +14,7 @@ and a non-zero exit status: 2 for a usage mistake, 1 for a failure, 130
 after Ctrl-C. ``--debug`` shows library logs and lets unexpected errors
 raise with their traceback.
 
-The command-line modules (this one, ``_chat``, ``_console``) are the only
+The command-line modules (this one, ``chat``, ``console``) are the only
 places that print; the library itself logs.
 """
 
@@ -26,15 +26,16 @@ import logging
 import sys
 from typing import List, Optional, TextIO
 
+from agcore_sync._version import __version__
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
 from agcore_sync.cli.demo import DEMO_QUESTION
+from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
 from agcore_sync.cli.setup import CliError, Setup, build
 from agcore_sync.errors import AgcoreError
 
 __all__ = ["main"]
 
 #: Exit status after Ctrl-C, as shells report a SIGINT death.
-EXIT_INTERRUPTED = 130
 
 #: The most of an MCP server's last stderr lines an error line shows, in characters.
 MAX_STDERR_SHOWN = 300
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", help="show library logs and tracebacks")
 
     parser = argparse.ArgumentParser(prog=_PROG, description="agcore_sync: a synchronous core for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"{_PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,chat}")
     demo = commands.add_parser("demo", parents=[common], help="run one streaming, tool-using turn",
                                description="Run one streaming, tool-using turn and print it as it happens.")

@@ -22,7 +22,7 @@ import time
 from typing import Dict, Optional, TextIO, Tuple
 
 from agcore_sync.agent.session import AgentSession
-from agcore_sync.cli.demo import TurnInterrupt
+from agcore_sync.cli.interrupt import TurnInterrupt
 from agcore_sync.llm.events import (
     Error,
     MessageStart,

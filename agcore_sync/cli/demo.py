@@ -20,9 +20,9 @@ import datetime
 import json
 import math
 import re
-import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from agcore_sync.cli.interrupt import TurnInterrupt
 from agcore_sync.llm.cost import Pricing
 from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.mock import MockProvider
@@ -75,35 +75,6 @@ _TIME = re.compile(r"\btime\b", re.IGNORECASE)
 _CALL = re.compile(r"^\s*call\s+([A-Za-z0-9_-]+)\s*(.*)$", re.IGNORECASE | re.DOTALL)
 
 Call = Tuple[str, Dict[str, Any]]
-
-
-class TurnInterrupt:
-    """The Event the interruptible demo tools wait on, renewed each turn.
-
-    The command line calls :meth:`arm` before a turn and :meth:`fire` when
-    the user cancels it; a tool reads :meth:`current` when it starts, so a
-    tool of a cancelled turn returns at once while later turns are not
-    affected.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._event = threading.Event()
-
-    def arm(self) -> None:
-        """Start a new turn: tools from now on wait on a fresh Event."""
-        with self._lock:
-            self._event = threading.Event()
-
-    def fire(self) -> None:
-        """Cut short every tool of the current turn; idempotent, any thread."""
-        with self._lock:
-            self._event.set()
-
-    def current(self) -> threading.Event:
-        """Return the Event of the current turn."""
-        with self._lock:
-            return self._event
 
 
 def demo_tools(interrupt: Optional[TurnInterrupt] = None) -> List[BaseTool]:

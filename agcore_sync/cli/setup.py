@@ -15,7 +15,8 @@ import shlex
 from typing import Any, List, Optional, Sequence
 
 from agcore_sync.agent.session import AgentSession
-from agcore_sync.cli.demo import DEMO_MODEL, DEMO_PRICING, DemoProvider, TurnInterrupt, demo_tools
+from agcore_sync.cli.demo import DEMO_MODEL, DEMO_PRICING, DemoProvider, demo_tools
+from agcore_sync.cli.interrupt import TurnInterrupt
 from agcore_sync.llm.errors import LlmConnectionError, LlmTimeoutError
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig

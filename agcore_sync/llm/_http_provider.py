@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterator, Mapping, NoReturn, Optional
 import requests
 import urllib3.exceptions
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import new_session
 from agcore_sync._http.masking import MASK, Masker, mask
@@ -135,6 +135,13 @@ class HttpProvider(LlmProvider):
         extra_headers: Optional[Mapping[str, str]],
         pricing: PricingArg,
     ) -> None:
+        owner = type(self).__name__
+        _check.optional_str(owner, "model", model)
+        _check.optional_str(owner, "api_key", api_key)
+        _check.http_url(owner, "base_url", base_url)
+        _check.timeout(owner, timeout)
+        _check.optional_instance(owner, "session", session, requests.Session, "a requests.Session")
+        _check.str_mapping(owner, "extra_headers", extra_headers)
         self.model = model
         self._api_key = api_key or None
         self._masker = Masker(self._api_key)

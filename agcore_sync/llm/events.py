@@ -15,6 +15,7 @@ end a failed stream with ``Error``.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, ClassVar, Dict, Optional
 
@@ -181,11 +182,32 @@ class MessageComplete(StreamEvent):
 
 @attrs.frozen
 class ToolExecutionStarted(StreamEvent):
-    """A tool is about to run (tool loops only)."""
+    """A tool is about to run (tool loops only).
+
+    ``arguments`` is the call's JSON text, as the model sent it;
+    :attr:`parsed_arguments` is the same parsed, the shape hooks see in
+    ``HookContext.arguments``.
+    """
 
     tool_name: str
     tool_call_id: str
     arguments: str
+
+    @property
+    def parsed_arguments(self) -> Any:
+        """The arguments parsed: a dict for a well-formed call (``{}`` when empty).
+
+        Text that is not valid JSON is returned as it is, as the registry
+        sees it (and refuses it).
+
+        .. versionadded:: 0.2
+        """
+        if not self.arguments.strip():
+            return {}
+        try:
+            return json.loads(self.arguments)
+        except ValueError:
+            return self.arguments
 
 
 @attrs.frozen

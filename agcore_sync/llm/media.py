@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Optional, Tuple, Union
 
 import attrs
 
-from agcore_sync.llm.types import ContentBlock
+from agcore_sync.llm.content import ContentBlock
 
 __all__ = ["ImageBlock", "DocumentBlock"]
 

@@ -14,8 +14,10 @@ import json
 import threading
 from typing import Any, Callable, Deque, Iterable, Iterator, List, Optional, Union
 
+import attrs
+
 from agcore_sync.llm.cost import PricingArg, cost_usd
-from agcore_sync.llm.errors import LlmError
+from agcore_sync.llm.errors import LlmConnectionError, LlmError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -41,11 +43,36 @@ from agcore_sync.llm.types import (
     Usage,
 )
 
-__all__ = ["MockProvider", "ScriptedResponse", "events_for"]
+__all__ = ["MockProvider", "MockStream", "ScriptedResponse", "events_for"]
 
-#: What a script entry may be: a response, a function of the request, or an
-#: exception to raise.
-ScriptedResponse = Union[MessageResponse, Callable[[MessageRequest], MessageResponse], BaseException]
+
+@attrs.frozen
+class MockStream:
+    """A script entry that streams events of its own instead of a response's.
+
+    Build one with :meth:`MockProvider.failing_stream` (a stream that breaks
+    half-way, as a dropped connection does) or :meth:`MockProvider.stream`
+    (any events, for a test that must hold or count them).
+
+    ``chat_stream`` yields what ``events(request)`` yields, exceptions
+    included, and closing the provider's stream closes that iterator.
+    ``chat`` runs the same events to their end and returns the response of
+    their ``MessageComplete`` (it raises what the events raise, and an
+    :class:`~agcore_sync.LlmError` if they end without one).
+
+    Attributes:
+        events: a function of the request returning the events to stream
+            (typically a generator function).
+
+    .. versionadded:: 0.1.0
+    """
+
+    events: Callable[[MessageRequest], Iterable[StreamEvent]]
+
+
+#: What a script entry may be: a response, a function of the request, a
+#: :class:`MockStream`, or an exception to raise.
+ScriptedResponse = Union[MessageResponse, Callable[[MessageRequest], MessageResponse], MockStream, BaseException]
 
 #: Size in characters of the pieces text and tool arguments are streamed in.
 DELTA_SIZE = 8
@@ -62,7 +89,9 @@ class MockProvider(LlmProvider):
 
     Args:
         responses: the answers, consumed in order: a :class:`MessageResponse`,
-            a callable ``request -> MessageResponse``, or an exception to raise.
+            a callable ``request -> MessageResponse``, a :class:`MockStream`
+            (a stream of its own, such as :meth:`failing_stream`), or an
+            exception to raise.
         pricing: prices for ``CostUpdate.cost_usd`` (see :mod:`~agcore_sync.llm.cost`).
 
     Attributes:
@@ -130,9 +159,79 @@ class MockProvider(LlmProvider):
         return MessageResponse(f"mock-{next(_ids)}", model, Message(Role.ASSISTANT, blocks),
                                StopReason.TOOL_USE, usage or Usage(20, 10))
 
+    @staticmethod
+    def failing_stream(response: MessageResponse, *, after_events: int,
+                       error: Optional[BaseException] = None) -> MockStream:
+        """Return an entry whose stream sends the first events of ``response``, then raises ``error``.
+
+        It is what a connection dropped half-way looks like to the caller:
+        ``after_events`` events of the exact sequence ``response`` streams
+        as (``MessageStart`` first), then the error from the iterator. Its
+        ``CostUpdate``, if reached, prices by the built-in table.
+        ``chat`` raises ``error`` without a response.
+
+        Args:
+            response: the response whose events come first.
+            after_events: how many of them to send, from 0 up to one less
+                than the whole sequence (the stream never completes).
+            error: the exception to raise; by default a retryable
+                :class:`~agcore_sync.LlmConnectionError`.
+
+        Raises:
+            ValueError: ``after_events`` is negative or not less than the
+                number of events ``response`` streams as.
+            TypeError: ``error`` is not an exception instance.
+
+        Example::
+
+            provider = MockProvider([
+                MockProvider.failing_stream(MockProvider.text("Hello, world"), after_events=3),
+            ])
+
+        .. versionadded:: 0.1.0
+        """
+        events = list(events_for(response, cost_usd(response.usage, response.model, None)))
+        if isinstance(after_events, bool) or not isinstance(after_events, int) \
+                or not 0 <= after_events < len(events):
+            raise ValueError(f"after_events must be an int from 0 to {len(events) - 1} for this response "
+                             f"({len(events)} events), not {after_events!r}")
+        if error is None:
+            error = LlmConnectionError(f"MockProvider stream cut after {after_events} events")
+        elif not isinstance(error, BaseException):
+            raise TypeError(f"error must be an exception instance, not {type(error).__name__}")
+        head = events[:after_events]
+        failure = error
+
+        def cut(request: MessageRequest) -> Iterator[StreamEvent]:
+            yield from head
+            raise failure
+
+        return MockStream(cut)
+
+    @staticmethod
+    def stream(events: Callable[[MessageRequest], Iterable[StreamEvent]]) -> MockStream:
+        """Return an entry that streams ``events(request)``: for a test that holds or counts events.
+
+        Example::
+
+            release = threading.Event()
+
+            def held(request):
+                events = list(events_for(MockProvider.text("Hello, world")))
+                yield from events[:3]  # MessageStart, ContentBlockStart, TextDelta
+                release.wait(5.0)  # a slow network read, until the test lets it go
+                yield from events[3:]
+
+            provider = MockProvider([MockProvider.stream(held)])
+
+        .. versionadded:: 0.1.0
+        """
+        return MockStream(events)
+
     # -- LlmProvider ----------------------------------------------------------
 
-    def _next(self, request: MessageRequest) -> MessageResponse:
+    def _take(self, request: MessageRequest) -> Union[MessageResponse, MockStream]:
+        """Record ``request`` and return its entry: a response or a stream (raise a scripted exception)."""
         with self._lock:
             self.requests.append(request)
             if not self._script:
@@ -141,21 +240,30 @@ class MockProvider(LlmProvider):
             entry = self._script.popleft()
         if isinstance(entry, BaseException):
             raise entry
-        if isinstance(entry, MessageResponse):
+        if isinstance(entry, (MessageResponse, MockStream)):
             return entry
         return entry(request)
 
     def chat(self, request: MessageRequest) -> MessageResponse:
         """Return the next scripted response (or raise the scripted exception)."""
-        return self._next(request)
+        entry = self._take(request)
+        if not isinstance(entry, MockStream):
+            return entry
+        for event in entry.events(request):
+            if isinstance(event, MessageComplete):
+                return event.full_response
+        raise LlmError("MockProvider: a scripted stream ended without a MessageComplete")
 
     def chat_stream(self, request: MessageRequest) -> Iterator[StreamEvent]:
         """Yield the events a real provider would send for the next scripted response."""
         return self._stream(request)
 
     def _stream(self, request: MessageRequest) -> Iterator[StreamEvent]:
-        response = self._next(request)
-        yield from events_for(response, cost_usd(response.usage, response.model, self.pricing))
+        entry = self._take(request)
+        if isinstance(entry, MockStream):
+            yield from entry.events(request)
+        else:
+            yield from events_for(entry, cost_usd(entry.usage, entry.model, self.pricing))
 
 
 def events_for(response: MessageResponse, cost: Optional[float] = None) -> Iterator[StreamEvent]:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
 
 import attrs
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync.llm.errors import LlmError
 from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.provider import LlmProvider
@@ -152,6 +152,10 @@ class RetryProvider(LlmProvider):
 
     def __init__(self, inner: LlmProvider, config: RetryConfig = RetryConfig(), *,
                  sleep: Sleep = time.sleep) -> None:
+        _check.instance("RetryProvider", "inner", inner, LlmProvider, "an LlmProvider such as OpenAIProvider(...)")
+        _check.instance("RetryProvider", "config", config, RetryConfig, "a RetryConfig")
+        if not callable(sleep):
+            raise TypeError(f"RetryProvider: sleep must be callable, got {type(sleep).__name__}")
         self.inner = inner
         self.config = config
         self.sleep = sleep

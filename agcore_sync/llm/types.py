@@ -13,9 +13,11 @@ from typing import Any, ClassVar, Dict, Optional, Tuple, Union
 
 import attrs
 
+from agcore_sync.llm import media  # noqa: F401 - defines, and so registers, the image and document blocks
+from agcore_sync.llm.content import ContentBlock
+
 __all__ = [
     "Role",
-    "ContentBlock",
     "TextBlock",
     "ToolUseBlock",
     "ToolResultBlock",
@@ -47,48 +49,6 @@ class StopReason(str, enum.Enum):
     LENGTH = "length"
     CONTENT_FILTER = "content_filter"
     ERROR = "error"
-
-
-class ContentBlock:
-    """Base class of the content blocks a :class:`Message` holds.
-
-    ``ContentBlock.from_dict(d)`` dispatches on ``d["type"]`` through the
-    registry of known block classes.
-    """
-
-    __slots__ = ()
-
-    #: The ``type`` tag written by ``to_dict()``.
-    type: ClassVar[str] = ""
-    _registry: ClassVar[Dict[str, type]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        ContentBlock._registry[cls.type] = cls
-
-    def to_dict(self) -> Dict[str, Any]:
-        """Return a JSON-ready dict with a ``type`` tag."""
-        data = attrs.asdict(self, recurse=False)  # type: ignore[arg-type]
-        return {"type": self.type, **data}
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> ContentBlock:
-        """Build the block that ``data["type"]`` names.
-
-        Raises:
-            ValueError: the type tag is missing or unknown.
-        """
-        if data.get("type") in _MEDIA_TAGS:
-            from agcore_sync.llm import media  # noqa: F401  (defines, and so registers, the media blocks)
-        block_cls = ContentBlock._registry.get(data.get("type", ""))
-        if block_cls is None or (cls is not ContentBlock and block_cls is not cls):
-            raise ValueError(f"unknown content block type: {data.get('type')!r}")
-        fields = {k: v for k, v in data.items() if k != "type"}
-        return block_cls(**fields)
-
-
-#: Type tags of the blocks defined in ``media.py`` (loaded on first use).
-_MEDIA_TAGS = ("image", "document")
 
 
 @attrs.frozen

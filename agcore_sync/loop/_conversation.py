@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterator, List, Optional, Protocol, Sequence, Tuple
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync.hooks import HookContext, HookEvent, Hooks
 from agcore_sync.llm.events import MessageComplete, StreamEvent
 from agcore_sync.llm.provider import LlmProvider
@@ -53,6 +53,13 @@ def _close(events: Iterator[StreamEvent]) -> None:
         close()
 
 
+
+def check_parts(owner: str, provider: Any, config: Any, hooks: Any) -> None:
+    """Refuse, with one line naming the argument, what cannot be a provider, a config or hooks."""
+    _check.instance(owner, "provider", provider, LlmProvider, "an LlmProvider such as OpenAIProvider(model=...)")
+    _check.optional_instance(owner, "config", config, CycleConfig, "a CycleConfig")
+    _check.optional_instance(owner, "hooks", hooks, Hooks, "a Hooks")
+
 class Conversation:
     """A conversation with one provider: history, requests, retries, hooks.
 
@@ -71,6 +78,7 @@ class Conversation:
 
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None, system_prompt: Any = None,
                  hooks: Optional[Hooks] = None, compact: Optional[Compactor] = None) -> None:
+        check_parts(type(self).__name__, provider, config, hooks)
         self.provider = provider
         self.config = config if config is not None else CycleConfig()
         self.system_prompt = render_system_prompt(system_prompt)

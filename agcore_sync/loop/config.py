@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional
 
 import attrs
 
+from agcore_sync import _check
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.loop.limits import UsageLimits
 
@@ -31,6 +32,33 @@ def _limits_converter(value: Any) -> Optional[UsageLimits]:
     if isinstance(value, dict):
         return UsageLimits.from_dict(value)
     return value
+
+
+# Validators: a wrong setting fails when the config is made, naming the field.
+
+
+def _optional_str(_: Any, attribute: Any, value: Any) -> None:
+    _check.optional_str("CycleConfig", attribute.name, value)
+
+
+def _count(_: Any, attribute: Any, value: Any) -> None:
+    _check.positive_int("CycleConfig", attribute.name, value, allow_none=True)
+
+
+def _seconds(_: Any, attribute: Any, value: Any) -> None:
+    _check.positive_number("CycleConfig", attribute.name, value, allow_none=True)
+
+
+def _temperature(_: Any, attribute: Any, value: Any) -> None:
+    _check.positive_number("CycleConfig", attribute.name, value, allow_none=True, allow_zero=True)
+
+
+def _retry_config(_: Any, attribute: Any, value: Any) -> None:
+    _check.optional_instance("CycleConfig", attribute.name, value, RetryConfig, "a RetryConfig (or None: no retry)")
+
+
+def _usage_limits(_: Any, attribute: Any, value: Any) -> None:
+    _check.optional_instance("CycleConfig", attribute.name, value, UsageLimits, "a UsageLimits (or None: no limit)")
 
 
 @attrs.frozen
@@ -57,16 +85,18 @@ class CycleConfig:
     .. versionchanged:: 0.2 ``usage_limits``.
     """
 
-    model: Optional[str] = None
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
-    max_turns: Optional[int] = None
-    retry: Optional[RetryConfig] = attrs.field(default=RetryConfig(), converter=_retry_converter)
-    max_tool_turns: Optional[int] = 10
-    tool_timeout_secs: Optional[float] = 30.0
-    max_tool_result_bytes: Optional[int] = 100_000
-    max_repeated_tool_calls: Optional[int] = 3
-    usage_limits: Optional[UsageLimits] = attrs.field(default=None, converter=_limits_converter)
+    model: Optional[str] = attrs.field(default=None, validator=_optional_str)
+    max_tokens: Optional[int] = attrs.field(default=None, validator=_count)
+    temperature: Optional[float] = attrs.field(default=None, validator=_temperature)
+    max_turns: Optional[int] = attrs.field(default=None, validator=_count)
+    retry: Optional[RetryConfig] = attrs.field(default=RetryConfig(), converter=_retry_converter,
+                                               validator=_retry_config)
+    max_tool_turns: Optional[int] = attrs.field(default=10, validator=_count)
+    tool_timeout_secs: Optional[float] = attrs.field(default=30.0, validator=_seconds)
+    max_tool_result_bytes: Optional[int] = attrs.field(default=100_000, validator=_count)
+    max_repeated_tool_calls: Optional[int] = attrs.field(default=3, validator=_count)
+    usage_limits: Optional[UsageLimits] = attrs.field(default=None, converter=_limits_converter,
+                                                      validator=_usage_limits)
 
     @property
     def tool_turn_limit(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
+import logging
 import re
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union, overload
@@ -25,6 +26,8 @@ from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.permission import Permission
 
 __all__ = ["FunctionTool", "tool"]
+
+logger = logging.getLogger(__name__)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -98,6 +101,9 @@ class FunctionTool(BaseTool):
             )
         doc = parse_docstring(inspect.getdoc(func))
         self.description = description if description is not None else doc.summary
+        if not self.description:
+            logger.warning('tool "%s" (%s) has no docstring and no description=: the model gets an empty '
+                           "description and must guess what it does", self.name, qualname)
         if isinstance(permissions, str) or not isinstance(permissions, collections.abc.Iterable):
             permissions = (permissions,)
         self.required_permissions: Tuple[Permission, ...] = tuple(Permission.of(p) for p in permissions)

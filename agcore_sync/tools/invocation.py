@@ -7,12 +7,12 @@ model reads (:meth:`ToolInvocation.content`). Pure values, no I/O.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional, Protocol
 
 import attrs
 
 from agcore_sync.tools.error import ToolExecutionError
+from agcore_sync.tools.result_json import result_text
 
 __all__ = ["ToolInvocation", "CompletionCallback"]
 
@@ -33,6 +33,8 @@ class ToolInvocation:
         tool_call_id: the model's id for the call, if any.
         duration_s: how long validation and execution took, in seconds; for
             a call that timed out, how long it was waited for.
+        text: (keyword-only) the text :meth:`content` returns, when the
+            caller already made it (the registry does); None: made on demand.
     """
 
     tool_name: str
@@ -41,7 +43,7 @@ class ToolInvocation:
     error: Optional[BaseException] = None
     tool_call_id: Optional[str] = None
     duration_s: float = 0.0
-    _text: Optional[str] = attrs.field(default=None, init=False, eq=False, repr=False)
+    _text: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
     @property
     def ok(self) -> bool:
@@ -62,7 +64,9 @@ class ToolInvocation:
         """Return the text sent back to the model.
 
         A str result is itself; any other result is its JSON
-        (``ensure_ascii=False``); an error is ``Error in tool "<name>": <error>``.
+        (``ensure_ascii=False``; dates, Decimal, UUID, Enum, sets,
+        dataclasses, attrs and pydantic objects as :mod:`.result_json`
+        says); an error is ``Error in tool "<name>": <error>``.
 
         Raises:
             ToolExecutionError: the result is not JSON-serialisable (bytes,
@@ -81,17 +85,10 @@ class ToolInvocation:
 
 
 def _result_text(tool_name: str, output: Any) -> str:
-    if isinstance(output, str):
-        return output
     try:
-        return json.dumps(output, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        err = ToolExecutionError(
-            f'the result of tool "{tool_name}" is not JSON-serialisable ({exc}); '
-            "a tool must return str, int, float, bool, None, or lists and dicts of them",
-            tool_name=tool_name,
-        )
-        raise err from exc
+        return result_text(output)
+    except ToolExecutionError as exc:
+        raise ToolExecutionError(f'tool "{tool_name}": {exc}', tool_name=tool_name) from exc.__cause__
 
 
 class CompletionCallback(Protocol):

@@ -26,7 +26,7 @@ from concurrent.futures import Future, wait
 from time import perf_counter
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
 from agcore_sync.tools._batch import Batch, Call, collect
@@ -35,6 +35,7 @@ from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
 from agcore_sync.tools.permission import Permission, PermissionChecker
+from agcore_sync.tools.result_json import result_text
 
 __all__ = [
     "ToolInvocation",
@@ -123,8 +124,9 @@ class ToolRegistry:
     def __init__(
         self, permission_checker: Optional[PermissionChecker] = None, max_workers: Optional[int] = None
     ) -> None:
-        if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
-            raise ValueError(f"max_workers must be a positive int or None, got {max_workers!r}")
+        _check.optional_instance("ToolRegistry", "permission_checker", permission_checker, PermissionChecker,
+                                 "a PermissionChecker, e.g. PermissionChecker(PermissionConfig())")
+        _check.positive_int("ToolRegistry", "max_workers", max_workers, allow_none=True)
         self._checker = permission_checker
         self._max_workers = max_workers or DEFAULT_MAX_WORKERS
         # Guards _tools, _executor, _closed and additions to _running.
@@ -353,35 +355,48 @@ class ToolRegistry:
         return entry
 
     def _run(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
-        """Validate, execute and serialise (steps 3 to 5); raise no Exception.
+        """Run one call under its tool-call id (and ``execute_tool`` span, when traced).
 
-        Runs under the call's tool-call id (and ``execute_tool`` span, when
-        traced). Always called in a context copy of its own (see
-        :meth:`invoke`, :meth:`invoke_all`, the pool), which
-        ``_instrument.tool_call`` relies on.
+        Always called in a context copy of its own (see :meth:`invoke`,
+        :meth:`invoke_all`, the pool), which ``_instrument.tool_call`` relies on.
         """
         with _instrument.tool_call(name, tool_call_id, args, entry.tool) as span:
-            start = perf_counter()
-            try:
-                validator = entry.validator
-                if validator is None:
-                    # Two threads may both compile on a first call; either result is fine.
-                    validator = entry.validator = _validation.compile_validator(name, entry.tool.parameters)
-                validator.validate(args)
-                output = entry.tool.execute(args)
-                invocation = ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start)
-                invocation.content()  # fails here, not in the loop, if the result cannot go to the model
-            except ToolError as exc:
-                if exc.tool_name is None:
-                    exc.tool_name = name
-                invocation = ToolInvocation(name, args, None, exc, tool_call_id, perf_counter() - start)
-            except Exception as exc:
-                error = ToolExecutionError(f'tool "{name}" raised {type(exc).__name__}: {exc}', name)
-                error.__cause__ = exc
-                invocation = ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
+            invocation = self._execute(entry, name, args, tool_call_id)
             if span._observer is not None:
                 span.record(invocation)
             return invocation
+
+    def _execute(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
+        """Validate, execute and serialise (steps 3 to 5); raise no Exception."""
+        start = perf_counter()
+        try:
+            validator = entry.validator
+            if validator is None:
+                # Two threads may both compile on a first call; either result is fine.
+                validator = entry.validator = _validation.compile_validator(name, entry.tool.parameters)
+            validator.validate(args)
+            output = entry.tool.execute(args)
+        except ToolError as exc:
+            # On purpose (a tool that says what went wrong) or invalid arguments.
+            logger.debug('tool "%s" failed: %s', name, exc, exc_info=True)
+            if exc.tool_name is None:
+                exc.tool_name = name
+            error: ToolError = exc
+        except Exception as exc:
+            logger.warning('tool "%s" raised %s: %s', name, type(exc).__name__, exc, exc_info=True)
+            error = ToolExecutionError(f"{type(exc).__name__}: {exc}", name)
+            error.__cause__ = exc
+        else:
+            try:
+                # Fails here, not in the loop, if the result cannot go to the model.
+                text = result_text(output)
+            except ToolExecutionError as exc:
+                logger.warning('tool "%s" returned a result the model cannot get: %s', name, exc)
+                exc.tool_name = name
+                error = exc
+            else:
+                return ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start, text=text)
+        return ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
 
     def _run_in_batch(self, batch: Batch, position: int, entry: _Entry, name: str, args: Any, call_id: Any) -> None:
         batch.settle(position, self._run(entry, name, args, call_id))

@@ -15,22 +15,6 @@ from agcore_sync.llm.events import Error
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import Message, MessageRequest, Role, ToolUseBlock
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
-from agcore_sync.tools.function import tool
-from agcore_sync.tools.registry import ToolRegistry
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@pytest.fixture
-def registry():
-    reg = ToolRegistry()
-    reg.register(add)
-    yield reg
-    reg.close()
 
 
 def count_messages(request):

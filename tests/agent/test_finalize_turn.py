@@ -15,23 +15,9 @@ from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageResponse, Usage
 from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.function import tool
-from agcore_sync.tools.registry import ToolRegistry
 
 #: Bound on every wait for something that must happen.
 WAIT = 5.0
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@pytest.fixture
-def registry():
-    with ToolRegistry() as reg:
-        reg.register(add)
-        yield reg
 
 
 def tool_turn():

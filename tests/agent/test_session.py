@@ -19,26 +19,11 @@ from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import Message, Role, StopReason, Usage
 from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.function import tool
-from agcore_sync.tools.registry import ToolRegistry
 
 #: Bound on every wait for something that must happen.
 WAIT = 5.0
 
 ALL_EVENTS = tuple(HookEvent)
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@pytest.fixture
-def registry():
-    reg = ToolRegistry()
-    reg.register(add)
-    yield reg
-    reg.close()
 
 
 @pytest.fixture
@@ -419,3 +404,11 @@ def test_a_session_works_unchanged_inside_a_running_asyncio_event_loop(registry)
     assert answer.message.text == "5"
     assert events[-1].full_response.message.text == "5 again"
     assert session.turn_index == 2 and len(session.messages()) == 8
+
+
+@pytest.mark.parametrize("data", [{"messages": []}, [1, 2], "{}"], ids=["dict", "list", "str"])
+def test_from_dict_of_something_that_is_not_a_session_says_so(data):
+    from agcore_sync.agent.errors import AgentError
+
+    with pytest.raises(AgentError, match="is not a saved session; pass what session.to_dict"):
+        AgentSession.from_dict(data, provider=MockProvider([]))

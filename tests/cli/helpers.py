@@ -1,24 +1,24 @@
-"""Helpers for the command-line tests: a child process read up to markers, and OpenAI SSE bodies.
+"""Helpers for the command-line tests: a child process read up to markers.
 
 :class:`Child` runs ``python -m agcore_sync ...`` on a pseudo-terminal (so
 the child sees a terminal: readline, the spinner) or on pipes, and reads its
 output with ``select`` until an expected marker appears, within a deadline:
-no sleeps. Import from the repository root::
+no sleeps. The wire bodies a scripted server answers with are in
+:mod:`tests.support.wire`. Import from the repository root::
 
-    from tests.cli.helpers import Child, text_response, tool_call_response
+    from tests.cli.helpers import Child, run_cli
 """
 
 from __future__ import annotations
 
 import codecs
-import json
 import os
 import select
 import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 #: How long one expect() may wait for its marker.
 EXPECT_TIMEOUT = 30.0
@@ -144,69 +144,3 @@ def run_cli(args: Sequence[str], timeout: float = EXIT_TIMEOUT) -> subprocess.Co
     """Run ``python -m agcore_sync ARGS`` to its end on pipes, stdin empty."""
     return subprocess.run([sys.executable, "-m", "agcore_sync", *args], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, env=child_env(), timeout=timeout)
-
-
-# -- Chat Completions SSE bodies, shaped as OpenAI documents its stream --------------
-
-#: The model name the scripted server reports (a dated snapshot, as OpenAI answers).
-WIRE_MODEL = "gpt-4o-mini-2024-07-18"
-
-
-def _chunk(completion_id: str, delta: Optional[Dict[str, Any]] = None, finish_reason: Optional[str] = None, *,
-           usage: Optional[Dict[str, Any]] = None, choices: Optional[List[Any]] = None) -> bytes:
-    if choices is None:
-        choices = [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish_reason}]
-    body = {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": 1735689600,
-        "model": WIRE_MODEL,
-        "system_fingerprint": "fp_0ba0d124f1",
-        "choices": choices,
-        "usage": usage,
-    }
-    return b"data: " + json.dumps(body).encode("utf-8") + b"\n\n"
-
-
-def _usage(prompt: int, completion: int) -> Dict[str, Any]:
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                      "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
-    }
-
-
-DONE = b"data: [DONE]\n\n"
-
-
-def text_response(completion_id: str, pieces: Sequence[str], usage: Tuple[int, int]) -> List[bytes]:
-    """Return the SSE steps of a text answer: role chunk, content pieces, stop, usage, [DONE]."""
-    steps = [_chunk(completion_id, {"role": "assistant", "content": "", "refusal": None})]
-    steps += [_chunk(completion_id, {"content": piece}) for piece in pieces]
-    steps.append(_chunk(completion_id, {}, "stop"))
-    steps.append(_chunk(completion_id, choices=[], usage=_usage(*usage)))
-    steps.append(DONE)
-    return steps
-
-
-def tool_call_response(completion_id: str, calls: Sequence[Tuple[str, str, Dict[str, Any]]],
-                       usage: Tuple[int, int]) -> List[bytes]:
-    """Return the SSE steps of a response calling tools ``(id, name, arguments)``, arguments in two pieces."""
-    steps = []
-    for index, (call_id, name, arguments) in enumerate(calls):
-        head = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
-        delta: Dict[str, Any] = {"tool_calls": [head]}
-        if index == 0:
-            delta = {"role": "assistant", "content": None, **delta}
-        steps.append(_chunk(completion_id, delta))
-        text = json.dumps(arguments)
-        middle = len(text) // 2
-        for piece in (text[:middle], text[middle:]):
-            steps.append(_chunk(completion_id, {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
-    steps.append(_chunk(completion_id, {}, "tool_calls"))
-    steps.append(_chunk(completion_id, choices=[], usage=_usage(*usage)))
-    steps.append(DONE)
-    return steps

@@ -14,8 +14,10 @@ import pytest
 
 from agcore_sync.llm.cost import find_pricing
 from agcore_sync.llm.types import Usage
-from tests.cli.helpers import WIRE_MODEL, Child, text_response, tool_call_response
-from tests.support.stream_server import stream_server  # noqa: F401
+from tests.cli.helpers import Child
+from tests.support.wire import OPENAI_WIRE_MODEL as WIRE_MODEL
+from tests.support.wire import openai_text_stream as text_response
+from tests.support.wire import openai_tool_call_stream as tool_call_response
 
 PROMPT = "you> "
 
@@ -36,7 +38,7 @@ def children():
 
 
 def test_a_chat_on_a_local_server_survives_ctrl_c_during_a_tool_and_keeps_cost_and_history_across_save_and_load(
-        stream_server, children, tmp_path):  # noqa: F811
+        stream_server, children, tmp_path):
     # Turn 1: the model asks for a slow tool; the user presses Ctrl-C while it runs.
     stream_server.add_response(tool_call_response("chatcmpl-1", [("call_s", "sleep_ms", {"ms": 20000})],
                                                   usage=(50, 10)))
@@ -134,7 +136,7 @@ def test_ctrl_c_during_a_demo_tool_cancels_the_turn_and_the_next_turn_works(chil
     assert "Traceback" not in chat.output
 
 
-def test_ctrl_c_at_the_prompt_exits_cleanly(children):
+def test_ctrl_c_at_the_prompt_exits_cleanly_with_status_130(children):
     chat = children(["chat"], use_pty=True)
     chat.expect(PROMPT)
 
@@ -146,7 +148,7 @@ def test_ctrl_c_at_the_prompt_exits_cleanly(children):
         chat.send_line("")
     status, _ = chat.finish()
 
-    assert status == 0
+    assert status == 130  # docs/cli.rst: 130 after Ctrl-C
     assert "Traceback" not in chat.output
     assert "error" not in chat.output
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -12,16 +11,12 @@ from pathlib import Path
 import pytest
 
 from agcore_sync.cli.demo import DEMO_QUESTION
-from tests.cli.helpers import Child, run_cli, text_response, tool_call_response
-from tests.support.stream_server import stream_server  # noqa: F401
+from tests.cli.helpers import Child, run_cli
+from tests.support.leaks import closed_port
+from tests.support.wire import openai_text_stream as text_response
+from tests.support.wire import openai_tool_call_stream as tool_call_response
 
 RAW_SERVER = Path(__file__).resolve().parents[1] / "mcp_servers" / "raw_server.py"
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_one_error_line(result, *needles):
@@ -71,7 +66,7 @@ def test_the_console_script_is_the_same_command():
 
 
 def test_the_demo_sends_the_same_question_and_tools_to_an_openai_compatible_server_and_streams_the_answer(
-        stream_server, tmp_path):  # noqa: F811
+        stream_server, tmp_path):
     release = threading.Event()
     stream_server.add_response(tool_call_response("chatcmpl-1", [
         ("call_m", "multiply", {"a": 17, "b": 23}),
@@ -190,3 +185,17 @@ def test_bad_option_values_are_refused_before_anything_runs():
     assert result.returncode == 2
     assert "expected 0 or more" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["-m", "agcore_sync"], ["-m", "agcore_sync.cli"]], ids=["python -m", "cli"])
+def test_version_prints_the_package_version(command):
+    import subprocess
+    import sys
+
+    import agcore_sync
+
+    if command[-1] == "agcore_sync.cli":
+        command = ["-c", "import sys; from agcore_sync.cli import main; sys.exit(main(sys.argv[1:]))"]
+    done = subprocess.run([sys.executable, *command, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"agcore-sync {agcore_sync.__version__}"

@@ -32,8 +32,9 @@ import attrs
 import pytest
 
 from agcore_sync import AgentSession, MockProvider, TextDelta
-from tests.cli.helpers import text_response, tool_call_response
 from tests.support.stream_server import StreamServer
+from tests.support.wire import openai_text_stream as text_response
+from tests.support.wire import openai_tool_call_stream as tool_call_response
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -24,7 +24,6 @@ from agcore_sync.llm.events import (
     ToolExecutionStarted,
 )
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, StopReason
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
@@ -193,36 +192,20 @@ def test_twenty_concurrent_clients_each_get_a_complete_correctly_ordered_stream(
         assert pairs[-1][1]["turn_index"] == 1
 
 
-class EndlessAfterTools(LlmProvider):
-    """Asks for one tool, then streams text forever: only a cancelled stream ever stops it."""
+def test_a_client_that_disconnects_after_its_first_tool_event_stops_its_turn(serve):
+    endless_closed = threading.Event()
 
-    model = "endless"
-
-    def __init__(self):
-        self.requests = []
-        self.closed = threading.Event()
-
-    def chat(self, request):
-        raise AssertionError("the app streams")
-
-    def chat_stream(self, request):
-        self.requests.append(request)
-        if len(self.requests) == 1:
-            return iter(MockProvider([MockProvider.tool_calls(("c1", "double", {"n": 4}))]).chat_stream(request))
-        return self._forever()
-
-    def _forever(self):
+    def endless(request):
+        # Streams text forever: only a cancelled stream ever stops it.
         try:
-            yield MessageStart("endless-1", self.model)
+            yield MessageStart("endless-1", "endless")
             yield ContentBlockStart(0, "text")
             while True:
                 yield TextDelta("and on ")
         finally:
-            self.closed.set()
+            endless_closed.set()
 
-
-def test_a_client_that_disconnects_after_its_first_tool_event_stops_its_turn(serve):
-    provider = EndlessAfterTools()
+    provider = MockProvider([MockProvider.tool_calls(("c1", "double", {"n": 4})), MockProvider.stream(endless)])
     streams = queue.Queue()
 
     def registry():
@@ -245,7 +228,7 @@ def test_a_client_that_disconnects_after_its_first_tool_event_stops_its_turn(ser
     # call or inside it; in the second case the endless provider stream was closed.
     assert len(provider.requests) in (1, 2)
     if len(provider.requests) == 2:
-        assert provider.closed.wait(WAIT)
+        assert endless_closed.wait(WAIT)
     assert server.stop() == []  # the request handler, the worker and the tool threads have all ended
     assert stream.closed
     session = server.app.extensions["agcore_chat"].sessions["leaver"]

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from agcore_sync._http.sse import SseEvent, SseParser
+from agcore_sync._http.sse import SseEvent
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -66,6 +66,7 @@ from agcore_sync.tools.error import PermissionDeniedError
 from agcore_sync.tools.mcp import McpClient, StdioTransport, jsonrpc
 from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig
 from agcore_sync.tools.registry import ToolRegistry
+from tests.support.sse import parse, split_at
 
 HERE = Path(__file__).resolve().parent
 RAW_SERVER = str(HERE.parent / "mcp_servers" / "raw_server.py")
@@ -173,34 +174,20 @@ def sse_streams(draw: Any) -> Tuple[bytes, List[SseEvent]]:
     return body, expected_events(lines)
 
 
-def parse_chunks(chunks: Sequence[bytes]) -> List[SseEvent]:
-    parser = SseParser()
-    events: List[SseEvent] = []
-    for chunk in chunks:
-        events.extend(parser.feed(chunk))
-    events.extend(parser.close())
-    return events
-
-
-def cut(body: bytes, points: Sequence[int]) -> List[bytes]:
-    bounds = [0, *sorted(points), len(body)]
-    return [body[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
 @FAST
 @given(stream=sse_streams(), data=st.data())
 def test_an_sse_stream_cut_anywhere_yields_the_events_of_the_reference_model(stream, data):
     body, expected = stream
     points = data.draw(st.lists(st.integers(0, len(body)), max_size=12), label="cut points")
-    assert parse_chunks([body]) == expected
-    assert parse_chunks(cut(body, points)) == expected
+    assert parse(body) == expected
+    assert parse(*split_at(body, points)) == expected
 
 
 @FAST
 @given(stream=sse_streams())
 def test_an_sse_stream_fed_one_byte_at_a_time_yields_the_same_events(stream):
     body, expected = stream
-    assert parse_chunks([body[i:i + 1] for i in range(len(body))]) == expected
+    assert parse(*[body[i:i + 1] for i in range(len(body))]) == expected
 
 
 @FAST
@@ -211,7 +198,7 @@ def test_multi_byte_characters_split_across_reads_arrive_whole(text, data):
     # Cut strictly inside characters: offsets that are not UTF-8 sequence starts.
     inside = [i for i in range(1, len(body)) if body[i] & 0xC0 == 0x80]
     points = data.draw(st.lists(st.sampled_from(inside), min_size=1, max_size=8), label="cuts inside characters")
-    assert parse_chunks(cut(body, points)) == [SseEvent("\u00fcber", text, text, None)]
+    assert parse(*split_at(body, points)) == [SseEvent("\u00fcber", text, text, None)]
 
 
 # ============================================================================

@@ -18,17 +18,14 @@ socket or other file descriptor may be left open.
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import random
 import re
 import select
 import socket
-import struct
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import attrs
@@ -45,7 +42,17 @@ from agcore_sync.llm.types import Message, MessageRequest, Usage
 from agcore_sync.loop.cycle import CycleConfig
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
-from tests.support.stream_server import stream_server  # noqa: F401, F811 - the fixture
+from tests.support.http_server import LocalHttpServer
+from tests.support.leaks import new_fds, open_fds
+from tests.support.wire import (
+    openai_chunk,
+    openai_completion,
+    openai_error_body,
+    openai_tool_piece,
+    openai_usage,
+    openai_usage_chunk,
+    sse_data,
+)
 
 SEED = 7_2026
 TURNS = 200
@@ -59,12 +66,9 @@ READ_TIMEOUT = 1.0
 STALL_BOUND = 10.0
 #: Slice of a stalled handler's wait, to notice the client leaving.
 _STALL_POLL = 0.05
-#: Bound on joining the server's threads at teardown.
-JOIN_TIMEOUT = 10.0
 RETRY_AFTER = 2.0
 API_KEY = "sk-chaos-0123456789abcdefSECRET"
 MODEL = "gpt-4o-mini"
-WIRE_MODEL = "gpt-4o-mini-2024-07-18"
 
 #: Request modes and their weights.
 MODES = {"ok": 50, "429": 8, "500": 6, "503": 6, "cut": 11, "stall": 4, "malformed": 8, "error_chunk": 5}
@@ -81,35 +85,6 @@ ERROR_FOR_MODE = {
 
 
 # -- payloads shaped like the API reference ----------------------------------
-
-
-def wire_usage(prompt: int, completion: int, cached: int) -> Dict[str, Any]:
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                      "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
-    }
-
-
-def chunk(response_id: str, choices: List[Dict[str, Any]], usage: Any = None) -> Dict[str, Any]:
-    return {"id": response_id, "object": "chat.completion.chunk", "created": 1741569952, "model": WIRE_MODEL,
-            "system_fingerprint": "fp_44709d6fcb", "choices": choices, "usage": usage}
-
-
-def delta(piece: Dict[str, Any], finish_reason: Optional[str] = None) -> List[Dict[str, Any]]:
-    return [{"index": 0, "delta": piece, "logprobs": None, "finish_reason": finish_reason}]
-
-
-def error_body(message: str, type_: str, code: Optional[str] = None) -> Dict[str, Any]:
-    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
-
-
-def sse_event(data: Any) -> bytes:
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    return b"data: " + text.encode("utf-8") + b"\n\n"
 
 
 def pieces(text: str, rng: random.Random) -> List[str]:
@@ -133,28 +108,27 @@ def stream_events(plan: Plan, rng: random.Random) -> Tuple[List[bytes], int]:
     events: List[bytes] = []
     if plan.tool_call is not None:
         call_id, arguments = plan.tool_call
-        events.append(sse_event(chunk(rid, delta({"role": "assistant", "content": None, "tool_calls": [
+        events.append(sse_data(openai_chunk({"role": "assistant", "content": None, "tool_calls": [
             {"index": 0, "id": call_id, "type": "function", "function": {"name": "add", "arguments": ""}}],
-            "refusal": None}))))
+            "refusal": None}, id=rid)))
         for piece in pieces(json.dumps(arguments), rng):
-            piece_delta = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
-            events.append(sse_event(chunk(rid, delta(piece_delta))))
-        events.append(sse_event(chunk(rid, delta({}, "tool_calls"))))
+            events.append(sse_data(openai_chunk(openai_tool_piece(0, piece), id=rid)))
+        events.append(sse_data(openai_chunk({}, "tool_calls", id=rid)))
     else:
         assert plan.answer is not None
-        events.append(sse_event(chunk(rid, delta({"role": "assistant", "content": "", "refusal": None}))))
+        events.append(sse_data(openai_chunk({"role": "assistant", "content": "", "refusal": None}, id=rid)))
         for piece in pieces(plan.answer, rng):
-            events.append(sse_event(chunk(rid, delta({"content": piece}))))
-        events.append(sse_event(chunk(rid, delta({}, "stop"))))
+            events.append(sse_data(openai_chunk({"content": piece}, id=rid)))
+        events.append(sse_data(openai_chunk({}, "stop", id=rid)))
     u = plan.usage
-    events.append(sse_event(chunk(rid, [], wire_usage(u.prompt_tokens, u.completion_tokens, u.cache_read_tokens))))
+    events.append(sse_data(openai_usage_chunk(u.prompt_tokens, u.completion_tokens, u.cache_read_tokens, id=rid)))
     usage_index = len(events) - 1
-    events.append(sse_event("[DONE]"))
+    events.append(sse_data("[DONE]"))
     return events, usage_index
 
 
 def completion_body(plan: Plan) -> bytes:
-    message: Dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "annotations": []}
+    message: Dict[str, Any] = {}
     if plan.tool_call is not None:
         call_id, arguments = plan.tool_call
         message["tool_calls"] = [{"id": call_id, "type": "function",
@@ -164,12 +138,8 @@ def completion_body(plan: Plan) -> bytes:
         message["content"] = plan.answer
         finish = "stop"
     u = plan.usage
-    return json.dumps({
-        "id": plan.response_id, "object": "chat.completion", "created": 1741569952, "model": WIRE_MODEL,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-        "usage": wire_usage(u.prompt_tokens, u.completion_tokens, u.cache_read_tokens),
-        "service_tier": "default", "system_fingerprint": "fp_44709d6fcb",
-    }).encode()
+    usage = openai_usage(u.prompt_tokens, u.completion_tokens, u.cache_read_tokens)
+    return json.dumps(openai_completion(message, finish, usage, id=plan.response_id)).encode()
 
 
 def expected_answer(total: Any) -> str:
@@ -194,7 +164,7 @@ class Record:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30.0
-    server: _Server
+    server: Any
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: requests are recorded instead."""
@@ -230,14 +200,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _status(self, record: Record, choice: float) -> None:
         headers = {}
         if record.mode == "429":
-            status, payload = 429, error_body("Rate limit reached for gpt-4o-mini on requests per min (RPM).",
+            status, payload = 429, openai_error_body("Rate limit reached for gpt-4o-mini on requests per min (RPM).",
                                               "requests", "rate_limit_exceeded")
             headers["Retry-After"] = f"{RETRY_AFTER:g}"
         elif record.mode == "500":
-            status, payload = 500, error_body("The server had an error while processing your request.",
+            status, payload = 500, openai_error_body("The server had an error while processing your request.",
                                               "server_error")
         else:
-            status, payload = 503, error_body("The engine is currently overloaded, please try again later.",
+            status, payload = 503, openai_error_body("The engine is currently overloaded, please try again later.",
                                               "server_error")
             if choice < 0.5:
                 headers["Retry-After"] = f"{RETRY_AFTER:g}"
@@ -302,9 +272,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._stall()
         else:
             if mode == "malformed":
-                bad = sse_event(['{"id": "chatcmpl-x", "choices": [', "[1, 2, 3]", "not json at all"][point % 3])
+                bad = sse_data(['{"id": "chatcmpl-x", "choices": [', "[1, 2, 3]", "not json at all"][point % 3])
             else:
-                bad = sse_event(error_body("The server had an error while processing your request.", "server_error"))
+                bad = sse_data(openai_error_body("The server had an error while processing your request.",
+                                                 "server_error"))
             self._write(b"".join(events[:point]) + bad + b"".join(events[point:]), framing, rng)
             self._end(framing)
             record.usage_sent = plan.usage if point > usage_index else None
@@ -357,45 +328,21 @@ class _Handler(BaseHTTPRequestHandler):
                 return
 
     def _reset(self) -> None:
-        # SO_LINGER 0: close() sends RST, the client sees a reset connection.
         self.wfile.flush()
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.connection.close()
+        LocalHttpServer.reset(self.connection)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, owner: ChaosServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.owner = owner
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(target=self.process_request_thread, args=(request, client_address),
-                                  name=f"chaos-conn-{next(self.owner.ids)}", daemon=True)
-        self.owner.threads.append(thread)
-        thread.start()
-
-
-class ChaosServer:
+class ChaosServer(LocalHttpServer):
     """An OpenAI-compatible server on 127.0.0.1 that misbehaves by seed; see the module docstring.
 
-    It owns its serving thread and one thread per connection; :meth:`stop`
-    ends every wait, closes the socket and joins them all (bounded).
+    Its threads are owned and joined as :class:`~tests.support.http_server.LocalHttpServer` says.
     """
 
     def __init__(self, seed: int) -> None:
+        super().__init__(_Handler, name="chaos-server", path="/v1")
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.records: List[Record] = []
-        self.ids = itertools.count(1)
-        self.threads: List[threading.Thread] = []
-        self.stopping = threading.Event()
-        self._ready = threading.Event()
-        self._httpd = _Server(self)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._serve, name="chaos-server", daemon=True)
 
     def plan(self, body: Dict[str, Any], rng: random.Random) -> Plan:
         """The correct answer to ``body``: call ``add`` for a user message, answer a tool result."""
@@ -409,41 +356,13 @@ class ChaosServer:
         a, b = (int(n) for n in re.findall(r"-?\d+", last["content"]))
         return Plan((f"call_{len(self.records)}", {"a": a, "b": b}), None, usage, response_id)
 
-    def _serve(self) -> None:
-        self._ready.set()
-        self._httpd.serve_forever(poll_interval=0.05)
-
-    def start(self) -> None:
-        self._thread.start()
-        assert self._ready.wait(JOIN_TIMEOUT)
-
     def stop(self) -> None:
         """Stop serving and join every thread; idempotent."""
-        if self.stopping.is_set():
-            return
-        self.stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(JOIN_TIMEOUT)
-        for thread in self.threads:
-            thread.join(JOIN_TIMEOUT)
-        stuck = [t.name for t in [self._thread, *self.threads] if t.is_alive()]
-        assert not stuck, f"chaos server threads did not stop: {stuck}"
-
-
-def open_fds() -> Dict[str, str]:
-    """This process's open file descriptors and what they point to."""
-    fds = {}
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            fds[fd] = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            pass  # the descriptor listdir itself used, closed by now
-    return fds
+        self.close()
 
 
 @pytest.fixture
-def fds_before() -> Dict[str, str]:
+def fds_before() -> Dict[int, str]:
     return open_fds()
 
 
@@ -537,15 +456,14 @@ def test_two_hundred_turns_against_a_misbehaving_server_end_typed_count_all_usag
     assert session.cost_so_far == expected, report
 
     chaos_server.stop()
-    after = open_fds()
-    leaked = {fd: target for fd, target in after.items() if fd not in fds_before or fds_before[fd] != target}
+    leaked = new_fds(fds_before)
     assert not leaked, f"file descriptors left open: {leaked}; {report}"
 
 
 # -- the two defects the chaos run found, pinned on their own -------------------
 
 
-def test_a_stream_cut_after_its_usage_chunk_reports_that_usage_before_the_connection_error(stream_server):  # noqa: F811
+def test_a_stream_cut_after_its_usage_chunk_reports_that_usage_before_the_connection_error(stream_server):
     plan = Plan(None, expected_answer(5), Usage(120, 30, 20), "chatcmpl-cut")
     events, usage_index = stream_events(plan, random.Random(1))
     stream_server.add_response([b"".join(events[: usage_index + 1])], framing="close")
@@ -562,7 +480,7 @@ def test_a_stream_cut_after_its_usage_chunk_reports_that_usage_before_the_connec
 
 
 @pytest.mark.parametrize("streamed", [True, False], ids=["stream", "plain"])
-def test_a_read_timeout_in_the_middle_of_a_body_is_a_timeout_error_not_a_connection_error(stream_server, streamed):  # noqa: F811
+def test_a_read_timeout_in_the_middle_of_a_body_is_a_timeout_error_not_a_connection_error(stream_server, streamed):
     plan = Plan(None, expected_answer(5), Usage(10, 3), "chatcmpl-stall")
     release = threading.Event()
     stream_server.step_wait_timeout = STALL_BOUND

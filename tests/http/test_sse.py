@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from typing import List, Sequence
+from typing import List
 
 import pytest
 
 from agcore_sync._http.sse import SseEvent, SseParser, iter_sse_events
-
-
-def parse(*chunks: bytes) -> List[SseEvent]:
-    """Feed ``chunks`` one by one, then close, and return every event."""
-    parser = SseParser()
-    events: List[SseEvent] = []
-    for chunk in chunks:
-        events.extend(parser.feed(chunk))
-    events.extend(parser.close())
-    return events
-
-
-def split_at(body: bytes, points: Sequence[int]) -> List[bytes]:
-    """Cut ``body`` at the sorted offsets ``points`` (empty pieces included)."""
-    bounds = [0, *points, len(body)]
-    return [body[a:b] for a, b in zip(bounds, bounds[1:])]
+from tests.support.sse import parse, split_at
 
 
 def every_two_way_split(body: bytes):

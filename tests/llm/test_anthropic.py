@@ -10,7 +10,7 @@ import email.utils
 import json
 import logging
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict
 
 import pytest
 import requests
@@ -52,6 +52,20 @@ from agcore_sync.llm.types import (
     ToolUseBlock,
     Usage,
 )
+from tests.support.wire import (
+    MESSAGE_STOP,
+    PING,
+    SIGNATURE,
+    block_delta,
+    block_start,
+    block_stop,
+    message_delta,
+    message_start,
+)
+from tests.support.wire import anthropic_error_body as error_body
+from tests.support.wire import anthropic_error_event as error_event
+from tests.support.wire import anthropic_message as message_body
+from tests.support.wire import anthropic_sse as sse
 
 KEY = "sk-ant-api03-test-secret-key-0123456789"
 MODEL = "claude-sonnet-4-5"
@@ -65,64 +79,6 @@ WEATHER = ToolDef(
 
 
 # -- helpers -------------------------------------------------------------------
-
-
-def sse(*events: Tuple[str, Dict[str, Any]]) -> bytes:
-    """Encode (event name, data) pairs the way the API sends them."""
-    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
-
-
-def message_start(usage: Dict[str, Any] = None, msg_id: str = "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY",
-                  model: str = "claude-sonnet-4-5-20250929") -> Tuple[str, Dict[str, Any]]:
-    return ("message_start", {"type": "message_start", "message": {
-        "id": msg_id, "type": "message", "role": "assistant", "content": [], "model": model,
-        "stop_reason": None, "stop_sequence": None,
-        "usage": usage if usage is not None else {"input_tokens": 25, "output_tokens": 1}}})
-
-
-def block_start(index: int, block: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
-    return ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
-
-
-def block_delta(index: int, delta: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
-    return ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-
-
-def block_stop(index: int) -> Tuple[str, Dict[str, Any]]:
-    return ("content_block_stop", {"type": "content_block_stop", "index": index})
-
-
-def message_delta(stop_reason: str, output_tokens: int) -> Tuple[str, Dict[str, Any]]:
-    return ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                              "usage": {"output_tokens": output_tokens}})
-
-
-PING = ("ping", {"type": "ping"})
-SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
-MESSAGE_STOP = ("message_stop", {"type": "message_stop"})
-
-
-def error_event(error_type: str, message: str) -> Tuple[str, Dict[str, Any]]:
-    return ("error", {"type": "error", "error": {"type": error_type, "message": message}})
-
-
-def error_body(error_type: str, message: str) -> Dict[str, Any]:
-    return {"type": "error", "error": {"type": error_type, "message": message},
-            "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}
-
-
-def message_body(content: List[Dict[str, Any]], stop_reason: str = "end_turn",
-                 usage: Dict[str, Any] = None) -> Dict[str, Any]:
-    return {
-        "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5-20250929",
-        "content": content,
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": usage if usage is not None else {"input_tokens": 2095, "output_tokens": 503},
-    }
 
 
 def request(*messages: Message, **kwargs: Any) -> MessageRequest:

@@ -12,7 +12,6 @@ timing is measured and nothing sleeps.
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Iterator, List
 
@@ -32,7 +31,18 @@ from agcore_sync.llm.events import (
 )
 from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.types import Message, MessageRequest, StopReason, Usage
-from tests.support.stream_server import ABORT, stream_server  # noqa: F401
+from tests.support.stream_server import ABORT
+from tests.support.wire import (
+    MESSAGE_STOP,
+    PING,
+    anthropic_sse,
+    block_delta,
+    block_start,
+    block_stop,
+    message_delta,
+    message_start,
+    openai_text_stream,
+)
 
 #: The client's read timeout: short, so a buffered read fails fast too.
 CLIENT_TIMEOUT = 5.0
@@ -78,7 +88,7 @@ def _first_then_rest(stream, released: threading.Event, is_first):
 
 
 @pytest.mark.parametrize("framing", FRAMINGS)
-def test_http_provider_yields_each_sse_event_before_the_server_sends_more(stream_server, framing):  # noqa: F811
+def test_http_provider_yields_each_sse_event_before_the_server_sends_more(stream_server, framing):
     released = threading.Event()
     stream_server.add_response(
         [b"event: first\ndata: one\n\n", released, b"data: two\n\n", b"data: three\n\n"],
@@ -104,7 +114,7 @@ def test_http_provider_yields_each_sse_event_before_the_server_sends_more(stream
 
 
 @pytest.mark.parametrize("framing", FRAMINGS)
-def test_an_event_whose_bytes_come_in_pieces_is_yielded_once_its_last_piece_arrives(stream_server, framing):  # noqa: F811
+def test_an_event_whose_bytes_come_in_pieces_is_yielded_once_its_last_piece_arrives(stream_server, framing):
     # The first event's bytes are cut mid-line and mid-character ("é" is C3 A9);
     # it must come out only when complete, and then at once.
     body = "data: caf\u00e9\n\n".encode()
@@ -122,7 +132,7 @@ def test_an_event_whose_bytes_come_in_pieces_is_yielded_once_its_last_piece_arri
     assert stream_server.errors == []
 
 
-def test_the_server_reports_an_event_the_test_never_set_instead_of_hanging(stream_server):  # noqa: F811
+def test_the_server_reports_an_event_the_test_never_set_instead_of_hanging(stream_server):
     # The guard the other tests rely on: if the client never released the
     # server, the server gives up and resets; the client sees an error.
     got_one = threading.Event()
@@ -146,44 +156,12 @@ def test_the_server_reports_an_event_the_test_never_set_instead_of_hanging(strea
 # -- through the providers -----------------------------------------------------
 
 
-def _openai_chunk(choices, usage=None):
-    # A chat.completion.chunk as OpenAI documents it, with
-    # stream_options.include_usage set (so every chunk carries "usage").
-    return {
-        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
-        "object": "chat.completion.chunk",
-        "created": 1741569952,
-        "model": "gpt-4o-mini-2024-07-18",
-        "system_fingerprint": "fp_06737a9306",
-        "choices": choices,
-        "usage": usage,
-    }
-
-
-def _sse_data(obj) -> bytes:
-    return b"data: " + json.dumps(obj).encode() + b"\n\n"
-
-
-def _openai_text(index_content, finish_reason=None, role=False):
-    delta = {"role": "assistant", "content": index_content, "refusal": None} if role else {"content": index_content}
-    return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
-
-
 @pytest.mark.parametrize("framing", FRAMINGS)
-def test_openai_chat_stream_yields_the_first_text_delta_before_the_server_sends_more(stream_server, framing):  # noqa: F811
+def test_openai_chat_stream_yields_the_first_text_delta_before_the_server_sends_more(stream_server, framing):
     released = threading.Event()
-    first = _sse_data(_openai_chunk(_openai_text("", role=True))) + _sse_data(_openai_chunk(_openai_text("Hel")))
-    rest = [
-        _sse_data(_openai_chunk(_openai_text("lo"))),
-        _sse_data(_openai_chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}])),
-        _sse_data(_openai_chunk([], usage={
-            "prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
-        })),
-        b"data: [DONE]\n\n",
-    ]
+    completion_id = "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT"
+    role, *pieces = openai_text_stream(completion_id, ["Hel", "lo"], usage=(9, 2))
+    first, rest = role + pieces[0], pieces[1:]
     stream_server.add_response([first, released, *rest], framing=framing)
     provider = OpenAIProvider(model="gpt-4o-mini", api_key="sk-test", base_url=f"{stream_server.url}/v1",
                               timeout=CLIENT_TIMEOUT)
@@ -216,35 +194,23 @@ def test_openai_chat_stream_yields_the_first_text_delta_before_the_server_sends_
     assert recorded.json["model"] == "gpt-4o-mini"
 
 
-def _anthropic_event(name: str, data) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-
-
 @pytest.mark.parametrize("framing", FRAMINGS)
-def test_anthropic_chat_stream_yields_the_first_text_delta_before_the_server_sends_more(stream_server, framing):  # noqa: F811
+def test_anthropic_chat_stream_yields_the_first_text_delta_before_the_server_sends_more(stream_server, framing):
     released = threading.Event()
     message_id = "msg_01XFDUDYJgAACzvnptvVoYEL"
-    first = b"".join([
-        _anthropic_event("message_start", {"type": "message_start", "message": {
-            "id": message_id, "type": "message", "role": "assistant", "content": [],
-            "model": "claude-sonnet-4-5-20250929", "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 12, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-                      "output_tokens": 1}}}),
-        _anthropic_event("content_block_start", {"type": "content_block_start", "index": 0,
-                                                 "content_block": {"type": "text", "text": ""}}),
-        _anthropic_event("ping", {"type": "ping"}),
-        _anthropic_event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                 "delta": {"type": "text_delta", "text": "Hel"}}),
-    ])
-    rest = [
-        _anthropic_event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                 "delta": {"type": "text_delta", "text": "lo"}}),
-        _anthropic_event("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        _anthropic_event("message_delta", {"type": "message_delta",
-                                           "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                           "usage": {"output_tokens": 3}}),
-        _anthropic_event("message_stop", {"type": "message_stop"}),
-    ]
+    first = anthropic_sse(
+        message_start({"input_tokens": 12, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                       "output_tokens": 1}, msg_id=message_id),
+        block_start(0, {"type": "text", "text": ""}),
+        PING,
+        block_delta(0, {"type": "text_delta", "text": "Hel"}),
+    )
+    rest = [anthropic_sse(event) for event in (
+        block_delta(0, {"type": "text_delta", "text": "lo"}),
+        block_stop(0),
+        message_delta("end_turn", 3),
+        MESSAGE_STOP,
+    )]
     stream_server.add_response([first, released, *rest], framing=framing)
     provider = AnthropicProvider(model="claude-sonnet-4-5", api_key="sk-ant-test", base_url=stream_server.url,
                                  timeout=CLIENT_TIMEOUT)
@@ -272,7 +238,7 @@ def test_anthropic_chat_stream_yields_the_first_text_delta_before_the_server_sen
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_a_connection_reset_mid_event_raises_llm_connection_error_after_the_events_before_it(
-        stream_server, framing):  # noqa: F811
+        stream_server, framing):
     released = threading.Event()
     stream_server.add_response([b"data: one\n\n", released, b"data: tw", ABORT], framing=framing)
     provider = _RawSseProvider(stream_server.url)
@@ -288,7 +254,7 @@ def test_a_connection_reset_mid_event_raises_llm_connection_error_after_the_even
 
 
 @pytest.mark.parametrize("framing", FRAMINGS)
-def test_a_stream_that_stalls_longer_than_the_read_timeout_raises_llm_timeout_error(stream_server, framing):  # noqa: F811
+def test_a_stream_that_stalls_longer_than_the_read_timeout_raises_llm_timeout_error(stream_server, framing):
     never = threading.Event()
     stream_server.add_response([b"data: one\n\n", never, b"data: two\n\n"], framing=framing)
     provider = _RawSseProvider(stream_server.url)

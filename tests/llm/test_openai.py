@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import email.utils
-import http.server
 import json
 import logging
-import socket
 import threading
 import time
 
@@ -52,82 +50,21 @@ from agcore_sync.llm.types import (
     ToolUseBlock,
     Usage,
 )
+from tests.support.leaks import closed_port
+from tests.support.wire import OPENAI_CHUNK_ID as CHUNK_ID
+from tests.support.wire import OPENAI_WIRE_MODEL as WIRE_MODEL
+from tests.support.wire import openai_chunk as chunk
+from tests.support.wire import openai_completion as completion
+from tests.support.wire import openai_error_body as error_body
+from tests.support.wire import openai_sse as sse
+from tests.support.wire import openai_tool_piece as tool_piece
+from tests.support.wire import openai_usage as wire_usage
+from tests.support.wire import openai_usage_chunk as usage_chunk
 
 URL = "https://api.openai.com/v1/chat/completions"
 KEY = "sk-proj-test-0123456789abcdef"
 MODEL = "gpt-4o-mini"
-WIRE_MODEL = "gpt-4o-mini-2024-07-18"
-CHUNK_ID = "chatcmpl-123"
 PRICE = Pricing(input=1.0, output=2.0, cache_read=0.5)
-
-#: Bound on every wait for the local test server's thread.
-SERVER_WAIT = 10.0
-
-
-# -- payloads shaped like the API reference ------------------------------------
-
-def completion(message, finish_reason="stop", usage=None):
-    message = {"role": "assistant", "content": None, "refusal": None, "annotations": [], **message}
-    return {
-        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
-        "object": "chat.completion",
-        "created": 1741569952,
-        "model": WIRE_MODEL,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}],
-        "usage": usage or wire_usage(19, 10),
-        "service_tier": "default",
-        "system_fingerprint": "fp_44709d6fcb",
-    }
-
-
-def wire_usage(prompt, completion_tokens, cached=0, **extra_details):
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt + completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0, **extra_details},
-        "completion_tokens_details": {
-            "reasoning_tokens": 0,
-            "audio_tokens": 0,
-            "accepted_prediction_tokens": 0,
-            "rejected_prediction_tokens": 0,
-        },
-    }
-
-
-def chunk(delta=None, finish_reason=None, *, choices=None, usage=None):
-    if choices is None:
-        choices = [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish_reason}]
-    return {
-        "id": CHUNK_ID,
-        "object": "chat.completion.chunk",
-        "created": 1694268190,
-        "model": WIRE_MODEL,
-        "system_fingerprint": "fp_44709d6fcb",
-        "choices": choices,
-        "usage": usage,
-    }
-
-
-def usage_chunk(prompt, completion_tokens, cached=0):
-    return chunk(choices=[], usage=wire_usage(prompt, completion_tokens, cached))
-
-
-def sse(*chunks, done=True):
-    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
-    return body + (b"data: [DONE]\n\n" if done else b"")
-
-
-def error_body(message, type_, code=None):
-    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
-
-
-def tool_piece(wire_index, arguments, call_id=None, name=None):
-    piece = {"index": wire_index, "function": {"arguments": arguments}}
-    if call_id is not None:
-        piece = {"index": wire_index, "id": call_id, "type": "function",
-                 "function": {"name": name, "arguments": arguments}}
-    return {"tool_calls": [piece]}
 
 
 # -- fixtures and helpers --------------------------------------------------------
@@ -169,49 +106,19 @@ def stream_events(provider, api, body, request=None):
     return list(provider.chat_stream(request or ask()))
 
 
-def closed_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class _StallingHandler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        if self.server.prelude is not None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            self.wfile.write(self.server.prelude)
-            self.wfile.flush()
-        self.server.release.wait(SERVER_WAIT)
-
-    def log_message(self, format, *args):
-        pass
-
-
 @pytest.fixture
-def stalling_server():
+def stalling_server(stream_server):
     """A server that accepts, optionally sends a prelude, then says nothing until released."""
-    servers = []
 
     def start(prelude=None):
-        server = http.server.HTTPServer(("127.0.0.1", 0), _StallingHandler)
-        server.prelude = prelude
-        server.release = threading.Event()
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                  name="test-stalling-server")
-        thread.start()
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{server.server_address[1]}/v1", server.release
+        release = threading.Event()
+        if prelude is None:
+            stream_server.add_response([], hold_headers=release, framing="close")
+        else:
+            stream_server.add_response([prelude, release], framing="close")
+        return f"{stream_server.url}/v1", release
 
-    yield start
-    for server, thread in servers:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(SERVER_WAIT)
-        assert not thread.is_alive()
+    return start
 
 
 # -- construction ------------------------------------------------------------------

@@ -12,9 +12,8 @@ from agcore_sync.llm.errors import (
     RateLimitError,
     ServerError,
 )
-from agcore_sync.llm.events import MessageStart, TextDelta
+from agcore_sync.llm.events import MessageStart
 from agcore_sync.llm.mock import MockProvider
-from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig, RetryProvider, backoff_delay
 from agcore_sync.llm.types import Message, MessageRequest
 
@@ -91,28 +90,16 @@ def test_a_stream_is_retried_when_it_fails_before_its_first_event():
     assert waits == [0.5]
 
 
-class FailsMidStream(LlmProvider):
-    """Yields one event, then fails: a retry here would duplicate output."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def chat(self, request):
-        raise AssertionError("not used")
-
-    def chat_stream(self, request):
-        self.calls += 1
-        yield TextDelta("partial")
-        raise LlmConnectionError("cut")
-
-
 def test_a_stream_that_already_yielded_is_not_retried():
-    inner = FailsMidStream()
+    # A retry here would duplicate output.
+    inner = MockProvider([MockProvider.failing_stream(MockProvider.text("partial"), after_events=1,
+                                                      error=LlmConnectionError("cut")),
+                          MockProvider.text("never")])
     stream = RetryProvider(inner, NO_JITTER, sleep=Waits()).chat_stream(REQUEST)
-    assert next(stream) == TextDelta("partial")
+    assert isinstance(next(stream), MessageStart)
     with pytest.raises(LlmConnectionError):
         next(stream)
-    assert inner.calls == 1
+    assert len(inner.requests) == 1
 
 
 def test_a_sleep_that_reports_cancellation_stops_retrying_at_once():

@@ -16,15 +16,10 @@ from agcore_sync.tools.error import ToolTimeoutError
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig
 from agcore_sync.tools.registry import ToolRegistry
+from tests.support.tools import add
 
 #: Bound on every wait for something that must happen.
 WAIT = 5.0
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 @tool

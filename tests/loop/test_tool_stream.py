@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import gc
 import queue
 import threading
@@ -24,7 +23,6 @@ from agcore_sync.llm.events import (
     ToolExecutionStarted,
 )
 from agcore_sync.llm.mock import MockProvider, events_for
-from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.llm.types import Message, Role, StopReason, Usage
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
@@ -57,12 +55,6 @@ def shape(events):
     return names
 
 
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
 class Gate:
     """Lets a test hold a tool or a provider read at a known point."""
 
@@ -91,14 +83,6 @@ def gate():
         g.release.set()
 
 
-@pytest.fixture
-def registry():
-    reg = ToolRegistry()
-    reg.register(add)
-    yield reg
-    reg.close()
-
-
 def held_tool(g, name="held"):
     @tool(name=name)
     def held() -> str:
@@ -106,23 +90,6 @@ def held_tool(g, name="held"):
         return "released"
 
     return held
-
-
-class ScriptedStreams(LlmProvider):
-    """A provider whose streams are generator functions of the request (for failures half-way)."""
-
-    model = "scripted"
-
-    def __init__(self, *scripts):
-        self.scripts = collections.deque(scripts)
-        self.requests = []
-
-    def chat(self, request):
-        raise AssertionError("a streaming loop must not call chat()")
-
-    def chat_stream(self, request):
-        self.requests.append(request)
-        return self.scripts.popleft()(request)
 
 
 class HeldText:
@@ -319,13 +286,9 @@ def test_a_failing_provider_call_is_one_error_event_and_nothing_after_it(registr
 @pytest.mark.parametrize("retry", [None, RetryConfig(max_retries=3, initial_backoff=0.0, jitter=False)],
                          ids=["retry-off", "retry-on"])
 def test_a_stream_that_fails_half_way_ends_with_an_error_after_the_events_it_sent(registry, retry):
-    def broken(request):
-        yield MessageStart("r1", "scripted")
-        yield ContentBlockStart(0, "text")
-        yield TextDelta("Hel")
-        raise LlmConnectionError("connection reset by peer", retryable=None)
-
-    provider = ScriptedStreams(broken)
+    broken = MockProvider.failing_stream(MockProvider.text("Hello"), after_events=3,
+                                         error=LlmConnectionError("connection reset by peer"))
+    provider = MockProvider([broken])
     # With retry on too: a stream is retried only before its first event.
     cycle = LlmCycle(provider, CycleConfig(retry=retry))
     events = list(cycle.submit_with_tools_stream("go", registry))
@@ -408,10 +371,7 @@ class BrokenRegistry(ToolRegistry):
 
 
 def _provider_that_is_buggy():
-    def script(request):
-        raise RuntimeError("a bug in the provider")
-
-    return ScriptedStreams(script), ToolRegistry(), "a bug in the provider"
+    return MockProvider([RuntimeError("a bug in the provider")]), ToolRegistry(), "a bug in the provider"
 
 
 def _registry_that_is_buggy():
@@ -437,7 +397,7 @@ def test_an_exception_escaping_the_loop_itself_still_becomes_an_error_event(make
 
 def test_close_mid_text_stops_the_worker_and_closes_the_provider_stream(registry, gate):
     held = HeldText(gate())
-    provider = ScriptedStreams(held)
+    provider = MockProvider([MockProvider.stream(held)])
     cycle = LlmCycle(provider, CycleConfig())
     stream = cycle.submit_with_tools_stream("go", registry)
     first = [next(stream) for _ in range(3)]
@@ -505,7 +465,7 @@ def test_close_after_the_started_events_runs_none_of_the_tools(registry, gate):
 
 def test_leaving_a_with_block_closes_the_stream(registry, gate):
     held = HeldText(gate())
-    provider = ScriptedStreams(held)
+    provider = MockProvider([MockProvider.stream(held)])
     with LlmCycle(provider, CycleConfig()).submit_with_tools_stream("go", registry) as stream:
         assert isinstance(next(stream), MessageStart)
         assert held.gate.entered.wait(WAIT)
@@ -518,7 +478,7 @@ def test_leaving_a_with_block_closes_the_stream(registry, gate):
 
 def test_dropping_the_last_reference_closes_the_stream_when_it_is_collected(registry, gate):
     held = HeldText(gate())
-    provider = ScriptedStreams(held)
+    provider = MockProvider([MockProvider.stream(held)])
     cycle = LlmCycle(provider, CycleConfig())
     stream = cycle.submit_with_tools_stream("go", registry)
     worker = stream.worker
@@ -584,7 +544,7 @@ def test_close_is_idempotent_and_does_nothing_after_exhaustion(registry):
 
 def test_a_bounded_queue_holds_the_worker_back_until_the_consumer_reads(registry):
     counted = Counted(MockProvider.text("x" * 80))
-    provider = ScriptedStreams(counted)
+    provider = MockProvider([MockProvider.stream(counted)])
     cycle = LlmCycle(provider, CycleConfig())
     with cycle.submit_with_tools_stream("go", registry, max_buffered_events=1) as stream:
         # One event waits in the queue, the worker holds the second: the provider is asked for no third.
@@ -599,7 +559,7 @@ def test_a_bounded_queue_holds_the_worker_back_until_the_consumer_reads(registry
 
 def test_a_worker_waiting_on_a_full_queue_still_notices_close(registry):
     counted = Counted(MockProvider.text("x" * 800))
-    provider = ScriptedStreams(counted)
+    provider = MockProvider([MockProvider.stream(counted)])
     stream = LlmCycle(provider, CycleConfig()).submit_with_tools_stream("go", registry, max_buffered_events=1)
     assert counted.reached[2].wait(WAIT)  # the worker now waits to put the second event
     stream.close()

@@ -16,9 +16,11 @@ Usage::
     with ScriptedServer(handle) as server:
         ...server.url..., server.requests, server.wait_for(...)
 
-The server binds 127.0.0.1 port 0 in its constructor (so it is ready when
-the constructor returns), serves on a thread ``scripted-http-serve``, and
-``close()`` shuts it down and joins that thread and every handler thread.
+The server binds 127.0.0.1 port 0 in its constructor and serves before the
+constructor returns, on the suite's one server class
+(:class:`tests.support.http_server.LocalHttpServer`, thread
+``scripted-http``); ``close()`` shuts it down and joins that thread and
+every handler thread.
 A handler that holds a stream open must wait on ``server.stop`` (or another
 Event) with a bound.
 """
@@ -28,15 +30,13 @@ from __future__ import annotations
 import http.server
 import json
 import queue
-import socket
-import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional
+
+from tests.support.http_server import LocalHttpServer
 
 #: The longest any handler may hold a connection open waiting for the test.
 HANDLER_WAIT = 10.0
-#: Seconds ``close()`` waits for the serving thread.
-JOIN_TIMEOUT = 10.0
 
 
 class Recorded:
@@ -110,20 +110,10 @@ Handler = Callable[[Exchange], None]
 
 class _RequestHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: Any
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.scripted._connections_opened(self.connection)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.scripted._connections_closed(self.connection)
 
     def _handle(self) -> None:
         at = time.monotonic()
@@ -135,7 +125,7 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
             body = raw
         headers = {name.lower(): value for name, value in self.headers.items()}
         recorded = Recorded(self.command, self.path, headers, body, at)
-        scripted = self.server.scripted
+        scripted = self.server.owner
         scripted._record(recorded)
         try:
             scripted.handler(Exchange(self, scripted, recorded))
@@ -147,38 +137,21 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
     do_DELETE = _handle
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = False  # server_close() joins every handler thread
-    block_on_close = True
-    scripted: ScriptedServer
+class ScriptedServer(LocalHttpServer):
+    """Serve ``handler`` on 127.0.0.1 (a free port) and record every request.
 
-
-class ScriptedServer:
-    """Serve ``handler`` on 127.0.0.1 (a free port) and record every request."""
+    Serving starts in the constructor; threads are owned and joined as
+    :class:`~tests.support.http_server.LocalHttpServer` says.
+    """
 
     def __init__(self, handler: Handler) -> None:
+        super().__init__(_RequestHandler, name="scripted-http", path="/mcp")
         self.handler = handler
         #: Set by ``close()``; handlers holding a stream open wait on it.
-        self.stop = threading.Event()
+        self.stop = self.stopping
         self.requests: List[Recorded] = []
         self._arrivals: queue.Queue[Recorded] = queue.Queue()
-        self._lock = threading.Lock()
-        self._connections: Set[socket.socket] = set()
-        self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
-        self._httpd.scripted = self
-        port = self._httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{port}/mcp"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="scripted-http-serve")
-        self._thread.start()
-
-    def _connections_opened(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._connections.add(sock)
-
-    def _connections_closed(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._connections.discard(sock)
+        self.start()
 
     def _record(self, recorded: Recorded) -> None:
         with self._lock:
@@ -203,24 +176,8 @@ class ScriptedServer:
             if predicate(recorded):
                 return recorded
 
-    def close(self) -> None:
-        self.stop.set()
-        self._httpd.shutdown()
-        with self._lock:
-            connections = list(self._connections)
-        for sock in connections:
-            # A handler waiting for the next request on a kept-alive
-            # connection would block server_close(); end its read.
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self._httpd.server_close()
-        self._thread.join(JOIN_TIMEOUT)
-        assert not self._thread.is_alive(), "scripted server did not stop"
-
     def __enter__(self) -> ScriptedServer:
-        return self
+        return self  # already serving
 
     def __exit__(self, *exc: Any) -> None:
         self.close()

@@ -7,41 +7,32 @@ steps, and a step is either bytes (written and flushed at once) or a
 the Event only after it has seen the first parsed event proves delivery is
 incremental without any timing.
 
-Use the fixture from a test module (``tests/conftest.py`` does not import it).
-``tests`` is a namespace package (no ``tests/__init__.py``: other test
-modules rely on ``tests/`` itself being on ``sys.path``), so this import needs
-the repository root on ``sys.path``, as ``python -m pytest`` run from the root
-(the way ``.ci/run`` runs the suite) gives::
-
-    from tests.support.stream_server import stream_server  # noqa: F401
+The ``stream_server`` fixture is registered for the whole suite through
+``pytest_plugins`` in ``tests/conftest.py``: a test just names it::
 
     def test_something(stream_server):
         release = threading.Event()
         stream_server.add_response([b"data: 1\\n\\n", release, b"data: 2\\n\\n"])
         ...  # talk to stream_server.url
 
-Ownership and lifecycle: :class:`StreamServer` owns one serving thread and
-one thread per connection (all daemons, so a stuck socket can never keep the
-interpreter alive); :meth:`StreamServer.stop` shuts the loop down, closes the
-socket and joins every thread with a bound. Every wait in a handler is bounded
-too, so a test that fails half-way costs seconds, not a hang. Each response
-closes its connection (``Connection: close``), so no handler thread lingers on
-a keep-alive socket.
+Ownership and lifecycle are those of :class:`~tests.support.http_server.LocalHttpServer`
+(threads owned, named, joined with a bound by :meth:`StreamServer.stop`).
+Every wait in a handler is bounded too, so a test that fails half-way costs
+seconds, not a hang. Each response closes its connection (``Connection:
+close``), so no handler thread lingers on a keep-alive socket.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import socket
-import struct
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 import attrs
 import pytest
+
+from tests.support.http_server import LocalHttpServer
 
 __all__ = [
     "ABORT",
@@ -56,18 +47,8 @@ __all__ = [
 #: after this long (the connection is reset) instead of hanging.
 STEP_WAIT_TIMEOUT = 5.0
 
-#: How often an Event wait also checks whether the server is stopping, so
-#: teardown after a failed test does not sit out the whole STEP_WAIT_TIMEOUT.
-_STOP_CHECK_INTERVAL = 0.05
-
 #: Socket timeout of a connection: bounds reading a request a client never finishes.
 CONNECTION_TIMEOUT = 10.0
-
-#: How long stop() waits for the serving thread and each connection thread.
-STOP_JOIN_TIMEOUT = 10.0
-
-#: How long start() waits for the serving thread to report ready.
-READY_TIMEOUT = 10.0
 
 _FRAMINGS = ("chunked", "close")
 
@@ -98,12 +79,15 @@ class ScriptedResponse:
         framing: ``"chunked"`` (HTTP/1.1 chunked transfer-encoding, one chunk
             per bytes step) or ``"close"`` (no length; the body ends when the
             connection closes).
+        hold_headers: an Event to wait on (bounded as a step) before the
+            status line, for a server that accepts and then says nothing.
     """
 
     steps: Sequence[Step]
     status: int = 200
     headers: Mapping[str, str] = attrs.field(factory=dict)
     framing: str = attrs.field(default="chunked", validator=attrs.validators.in_(_FRAMINGS))
+    hold_headers: Optional[threading.Event] = None
 
 
 @attrs.define
@@ -133,7 +117,7 @@ class RecordedRequest:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = CONNECTION_TIMEOUT
-    server: _Server
+    server: Any
 
     def do_GET(self) -> None:
         self._serve()
@@ -184,6 +168,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _play(self, script: ScriptedResponse, record: RecordedRequest) -> None:
         chunked = script.framing == "chunked"
+        if script.hold_headers is not None and not self._wait_step(script.hold_headers, record):
+            return
         self.send_response(script.status)
         names = {name.lower() for name in script.headers}
         if "content-type" not in names:
@@ -197,10 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         for step in script.steps:
             if isinstance(step, threading.Event):
-                if not self.server.owner._wait(step):
-                    record.error = (f"step Event not set within {self.server.owner.step_wait_timeout}s"
-                                    " (or the server stopped)")
-                    self._reset()
+                if not self._wait_step(step, record):
                     return
             elif step is ABORT:
                 record.error = "aborted by the script"
@@ -217,38 +200,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         record.completed = True
 
+    def _wait_step(self, event: threading.Event, record: RecordedRequest) -> bool:
+        """Wait for ``event`` (bounded); on a timeout record why and reset the connection."""
+        owner = self.server.owner
+        if owner.wait(event, owner.step_wait_timeout):
+            return True
+        record.error = f"step Event not set within {owner.step_wait_timeout}s (or the server stopped)"
+        self._reset()
+        return False
+
     def _reset(self) -> None:
-        # SO_LINGER with a zero timeout makes close() send RST: the client
-        # sees an error even on a close-delimited body, not a clean end.
-        # Closing here (the descriptor goes once finish() drops rfile/wfile)
-        # also keeps socketserver from sending a FIN first with shutdown().
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.connection.close()
+        LocalHttpServer.reset(self.connection)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # Connection threads are joined by StreamServer.stop() with a bound; the
-    # stdlib's own join in server_close() has none.
-    block_on_close = False
-
-    def __init__(self, owner: StreamServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.owner = owner
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(
-            target=self.process_request_thread,
-            args=(request, client_address),
-            name=f"stream-server-conn-{next(self.owner._ids)}",
-            daemon=True,
-        )
-        with self.owner._lock:
-            self.owner._connection_threads.append(thread)
-        thread.start()
-
-
-class StreamServer:
+class StreamServer(LocalHttpServer):
     """A streaming HTTP server on 127.0.0.1, port chosen by the OS.
 
     Responses are consumed in the order added, one per request; a request
@@ -257,29 +222,12 @@ class StreamServer:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
+        super().__init__(_Handler, name="stream-server")
         self._scripts: List[ScriptedResponse] = []
-        self._connection_threads: List[threading.Thread] = []
-        self._stopping = threading.Event()
-        self._ready = threading.Event()
-        self._httpd = _Server(self)
-        #: The port the server listens on.
-        self.port: int = self._httpd.server_address[1]
-        #: ``http://127.0.0.1:<port>``, no trailing slash.
-        self.url = f"http://127.0.0.1:{self.port}"
         #: Every request received, in arrival order.
         self.requests: List[RecordedRequest] = []
         #: The bound on each Event step; a test of the timeout itself may lower it.
         self.step_wait_timeout = STEP_WAIT_TIMEOUT
-        self._thread = threading.Thread(target=self._run, name="stream-server", daemon=True)
-
-    def __enter__(self) -> StreamServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.stop()
 
     def add_response(
         self,
@@ -288,9 +236,11 @@ class StreamServer:
         status: int = 200,
         headers: Optional[Mapping[str, str]] = None,
         framing: str = "chunked",
+        hold_headers: Optional[threading.Event] = None,
     ) -> ScriptedResponse:
-        """Queue the response for the next request that has none yet."""
-        script = ScriptedResponse(steps=list(steps), status=status, headers=dict(headers or {}), framing=framing)
+        """Queue the response for the next request that has none yet (fields as in :class:`ScriptedResponse`)."""
+        script = ScriptedResponse(steps=list(steps), status=status, headers=dict(headers or {}), framing=framing,
+                                  hold_headers=hold_headers)
         with self._lock:
             self._scripts.append(script)
         return script
@@ -301,46 +251,14 @@ class StreamServer:
         with self._lock:
             return [f"{r.method} {r.path}: {r.error}" for r in self.requests if r.error]
 
-    def start(self) -> None:
-        """Start serving; return once the serving thread runs."""
-        self._thread.start()
-        if not self._ready.wait(READY_TIMEOUT):
-            raise RuntimeError("stream server thread did not start")
-
     def stop(self) -> None:
         """Stop serving, close the socket and join every thread (bounded)."""
-        self._stopping.set()
-        if self._ready.is_set():
-            self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(STOP_JOIN_TIMEOUT)
-        with self._lock:
-            threads = list(self._connection_threads)
-        for thread in threads:
-            thread.join(STOP_JOIN_TIMEOUT)
-        stuck = [t.name for t in [self._thread, *threads] if t.is_alive()]
-        if stuck:
-            raise RuntimeError(f"stream server threads did not stop: {stuck}")
-
-    def _run(self) -> None:
-        self._ready.set()
-        self._httpd.serve_forever(poll_interval=_STOP_CHECK_INTERVAL)
+        self.close()
 
     def _next_response(self, record: RecordedRequest) -> Optional[ScriptedResponse]:
         with self._lock:
             self.requests.append(record)
             return self._scripts.pop(0) if self._scripts else None
-
-    def _wait(self, event: threading.Event) -> bool:
-        # Bounded wait that also gives up as soon as the server is stopping.
-        deadline = time.monotonic() + self.step_wait_timeout
-        while not self._stopping.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            if event.wait(min(_STOP_CHECK_INTERVAL, remaining)):
-                return True
-        return event.is_set()
 
 
 @pytest.fixture

@@ -609,3 +609,22 @@ def test_an_annotated_description_wins_over_the_docstring():
         """
 
     assert f.parameters["properties"]["a"]["description"] == "from the hint"
+
+
+def test_a_tool_without_a_docstring_warns_that_the_model_gets_an_empty_description(caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="agcore_sync"):
+        @tool
+        def mystery(x: int) -> int:
+            return x
+
+    assert mystery.description == ""
+    [record] = caplog.records
+    assert '"mystery"' in record.getMessage() and "empty description" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="agcore_sync"):
+        @tool(description="Return x.")
+        def described(x: int) -> int:
+            return x
+    assert caplog.records == []

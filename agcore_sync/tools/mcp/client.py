@@ -44,8 +44,8 @@ import functools
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-import agcore_sync
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
+from agcore_sync._version import __version__
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
 from agcore_sync.tools.mcp import protocol as proto
@@ -87,7 +87,7 @@ class McpClient:
         timeout: seconds to wait for each answer (None: no limit). Also used
             for ``initialize``, which is never cancelled.
         client_info: ``clientInfo`` sent to the server (default
-            ``{"name": "agcore_sync", "version": agcore_sync.__version__}``).
+            ``{"name": "agcore_sync", "version": __version__}``).
         roots: ``{"uri": ..., "name": ...}`` dicts answered to ``roots/list``;
             None declines the capability (and ``roots/list`` gets -32601).
         elicitation_handler: answers ``elicitation/create``; see
@@ -136,6 +136,11 @@ class McpClient:
         protocol: Optional[str] = None,
         restart: Optional[RestartPolicy] = None,
     ) -> None:
+        if not isinstance(server_name, str) or not server_name:
+            raise TypeError(f"McpClient: server_name must be a non-empty str, got {server_name!r}")
+        _check.instance("McpClient", "transport", transport, Transport,
+                        "a transport such as StdioTransport('npx', [...]) or HttpTransport(url)")
+        _check.timeout("McpClient", timeout)
         if protocol is not None and protocol != "auto" and protocol not in proto.KNOWN_VERSIONS:
             raise ValueError(
                 f"protocol must be None, 'auto' or one of {', '.join(proto.KNOWN_VERSIONS)}; got {protocol!r}"
@@ -152,7 +157,7 @@ class McpClient:
         self.transport = transport
         self.timeout = timeout
         self.protocol = protocol
-        default_info = {"name": "agcore_sync", "version": agcore_sync.__version__}
+        default_info = {"name": "agcore_sync", "version": __version__}
         self._client_info: Dict[str, Any] = dict(client_info) if client_info is not None else default_info
         self._roots = None if roots is None else [dict(root) for root in roots]
         self._on_progress = on_progress

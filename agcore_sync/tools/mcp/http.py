@@ -65,7 +65,7 @@ from typing import Any, Dict, Mapping, Optional, Set
 
 import requests
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, release
 from agcore_sync._http.connection import close_quietly, new_session
 from agcore_sync.tools.error import McpConnectionError, McpError
@@ -154,8 +154,9 @@ class HttpTransport(StreamReading, Transport):
         listen: bool = True,
         auth: Optional[McpOAuth] = None,
     ) -> None:
-        if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
-            raise ValueError(f"HttpTransport needs an http:// or https:// URL, got {url!r}")
+        _check.http_url("HttpTransport", "url", url)
+        _check.str_mapping("HttpTransport", "headers", headers)
+        _check.timeout("HttpTransport", timeout)
         self.url = url
         self.timeout = timeout
         self.listen = listen

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import subprocess
 import threading
 from typing import IO, Any, Deque, Dict, List, Mapping, Optional, Sequence
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync.tools.error import McpConnectionError
 from agcore_sync.tools.mcp import _process, jsonrpc
 from agcore_sync.tools.mcp._process import FORCE_KILL_TIMEOUT, PROCESS_TERMINATION_TIMEOUT, SAFE_ENV_VARS
@@ -127,8 +128,15 @@ class StdioTransport(Transport):
         cwd: Optional[str] = None,
         inherit_env: str = "safe",
     ) -> None:
+        if not isinstance(command, str) or not command:
+            raise TypeError(f"StdioTransport: command must be a non-empty str (the program; its arguments go in "
+                            f"args=[...]), got {command!r}")
+        _check.str_sequence("StdioTransport", "args", args)
+        _check.str_mapping("StdioTransport", "env", env)
+        if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+            raise TypeError(f"StdioTransport: cwd must be a str or a path, got {type(cwd).__name__}")
         if inherit_env not in _INHERIT_MODES:
-            raise ValueError(f"inherit_env must be one of {_INHERIT_MODES}, not {inherit_env!r}")
+            raise ValueError(f"StdioTransport: inherit_env must be one of {_INHERIT_MODES}, not {inherit_env!r}")
         self.command = command
         self.args = tuple(args)
         self.cwd = cwd

@@ -1,13 +1,15 @@
-"""What a test may leave behind: threads, child processes, file descriptors.
+"""What a test may leave behind (threads, child processes, file descriptors), and a port nobody holds.
 
-Used by the autouse fixture in ``conftest.py``; Linux reads ``/proc``,
-elsewhere the process and descriptor checks are skipped.
+Used by the autouse fixture in ``tests/conftest.py`` and by tests that
+check for leaks themselves; Linux reads ``/proc``, elsewhere the process
+and descriptor checks are skipped.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import socket
 from typing import Dict, Set
 
 PROC = "/proc"
@@ -65,3 +67,10 @@ def new_fds(before: Dict[int, str]) -> Dict[int, str]:
         gc.collect()
         leaked = fresh()
     return leaked
+
+
+def closed_port() -> int:
+    """Return a port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,121 @@
+"""The layering of DESIGN.md ("Layout"), checked by import-linter with the contracts in setup.cfg.
+
+Imports run one way, down the list errors, _http, llm, tools, hooks, loop,
+agent, prompt, telemetry, contrib, cli (upper may import lower); inside
+loop/ and the registry's modules one way too; sibling modules never import
+each other both ways; the console printer does not import the demo. The linter reads the source, so
+imports inside functions and under ``TYPE_CHECKING`` count: a cycle hidden
+that way is still a cycle.
+
+Each check runs the linter in a child process: it finds the package through
+the import system, and a copy of the package in a temporary folder must not
+be shadowed by the ``agcore_sync`` this process already imported.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Tuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Bound on one linter run (it takes well under a second).
+LINT_TIMEOUT = 120.0
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info < (3, 10),
+    reason="import-linter with acyclic_siblings contracts needs Python >= 3.10 (test extra)",
+)
+
+_LINT = (
+    "import sys\n"
+    "from importlinter.cli import lint_imports\n"
+    "sys.exit(lint_imports(config_filename='setup.cfg', limit_to_contracts=tuple(sys.argv[1:]),\n"
+    "                      no_cache=True, no_logo=True))\n"
+)
+
+#: Contracts still broken on this branch, with the imports that break them
+#: (other branches are removing them; the test then passes and can lose its mark).
+def lint(where: Path, *contracts: str) -> Tuple[bool, str]:
+    """Run the contracts of ``where/setup.cfg`` (all, or those named) on the package in ``where``.
+
+    Returns:
+        (every contract kept, the linter's report).
+    """
+    done = subprocess.run([sys.executable, "-c", _LINT, *contracts], cwd=where, capture_output=True, text=True,
+                          timeout=LINT_TIMEOUT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(where)})
+    return done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A copy of the package and its setup.cfg, to break on purpose."""
+    shutil.copytree(ROOT / "agcore_sync", tmp_path / "agcore_sync", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "setup.cfg", tmp_path / "setup.cfg")
+    return tmp_path
+
+
+def add_line(path: Path, line: str) -> None:
+    path.write_text(path.read_text() + f"\n{line}\n")
+
+
+@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console", "mcp-adapter"])
+def test_the_package_keeps_its_import_contract(contract):
+    kept, report = lint(ROOT, contract)
+    assert "Contracts:" in report, report  # the linter ran and read the contract
+    assert kept, report
+
+
+def test_a_back_arrow_from_llm_to_agent_breaks_the_layers_contract(copy):
+    add_line(copy / "agcore_sync" / "llm" / "types.py", "import agcore_sync.agent.session  # noqa")
+    kept, report = lint(copy)
+    assert not kept
+    assert "agcore_sync.llm is not allowed to import agcore_sync.agent" in report, report
+    assert "agcore_sync.llm.types -> agcore_sync.agent.session" in report, report
+
+
+def test_a_back_arrow_hidden_in_a_function_still_breaks_the_layers_contract(copy):
+    add_line(copy / "agcore_sync" / "errors.py",
+             "def _late():\n    from agcore_sync.llm import openai  # noqa\n    return openai")
+    kept, report = lint(copy)
+    assert not kept
+    assert "agcore_sync.errors is not allowed to import agcore_sync.llm" in report, report
+
+
+def test_two_sibling_modules_importing_each_other_break_the_acyclic_contract(copy):
+    # llm.mock imports llm.types; the reverse closes a cycle.
+    add_line(copy / "agcore_sync" / "llm" / "types.py",
+             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from agcore_sync.llm import mock  # noqa")
+    kept, report = lint(copy)
+    assert not kept
+    assert "No cycles are allowed in agcore_sync.llm" in report, report
+
+
+def test_the_console_printer_importing_the_demo_breaks_its_contract(copy):
+    add_line(copy / "agcore_sync" / "cli" / "console.py", "from agcore_sync.cli import demo  # noqa")
+    kept, report = lint(copy, "console")
+    assert not kept
+    assert "agcore_sync.cli.console is not allowed to import agcore_sync.cli.demo" in report, report
+
+
+def test_loop_config_importing_the_cycle_breaks_the_loop_contract(copy):
+    add_line(copy / "agcore_sync" / "loop" / "config.py",
+             "def _late():\n    from agcore_sync.loop import cycle  # noqa\n    return cycle")
+    kept, report = lint(copy, "loop")
+    assert not kept
+    assert "agcore_sync.loop.config is not allowed to import agcore_sync.loop.cycle" in report, report
+
+
+#: A module past this many lines is split along an idea (DESIGN.md "Layout").
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_of_the_package_is_over_500_lines():
+    long = {str(path.relative_to(ROOT)): n for path in sorted((ROOT / "agcore_sync").rglob("*.py"))
+            if (n := len(path.read_text("utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
