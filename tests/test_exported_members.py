@@ -30,6 +30,7 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
              "openai_response_format", "output_tool", "prompted_instructions", "responses_text_format",
              "retry_instructions"}
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
+EXPORTED |= {"UsageLimits", "UsageLimitExceeded", "RunUsage"}  # limits; instrument() is in agcore_sync.telemetry
 
 
 def test_every_name_in_all_is_importable_from_the_package():

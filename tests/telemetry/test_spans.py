@@ -11,7 +11,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.llm.errors import ServerError
-from agcore_sync.llm.events import Error, TextDelta, ToolExecutionStarted
+from agcore_sync.llm.events import Error, ToolExecutionStarted
 from agcore_sync.llm.mock import MockProvider, events_for
 from agcore_sync.llm.types import Usage
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
@@ -155,31 +155,22 @@ def test_retries_are_events_on_the_chat_span(otel):
     assert chat.status.status_code is StatusCode.UNSET
 
 
-class GatedProvider(MockProvider):
-    """A MockProvider whose stream stops after its first text delta until ``go`` is set."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.reached = threading.Event()
-        self.go = threading.Event()
-
-    def _stream(self, request):
-        response = self._next(request)
-        for event in events_for(response):
-            yield event
-            if isinstance(event, TextDelta) and not self.reached.is_set():
-                self.reached.set()
-                assert self.go.wait(WAIT)
-
-
 def test_a_closed_stream_ends_its_chat_and_turn_spans_as_cancelled(otel):
-    provider = GatedProvider([MockProvider.text("a long answer " * 20)])
-    session = AgentSession(provider)
+    reached, go = threading.Event(), threading.Event()
+
+    def held(request):
+        events = list(events_for(MockProvider.text("a long answer " * 20)))
+        yield from events[:3]  # MessageStart, ContentBlockStart, TextDelta
+        reached.set()
+        assert go.wait(WAIT)  # a slow network read, until the test lets it go
+        yield from events[3:]
+
+    session = AgentSession(MockProvider([MockProvider.stream(held)]))
     stream = session.submit_turn_stream("hi")
-    assert isinstance(next(iter(stream)), type(next(iter(events_for(MockProvider.text("x"))))))
-    assert provider.reached.wait(WAIT)
+    assert type(next(stream)).__name__ == "MessageStart"
+    assert reached.wait(WAIT)
     stream.close()
-    provider.go.set()
+    go.set()
     stream.worker.join(WAIT)
     assert not stream.worker.is_alive()
     assert otel.tree() == "invoke_agent\n  chat mock-model"
