@@ -19,7 +19,7 @@ import attrs
 
 from agcore_sync import _instrument
 from agcore_sync.hooks import HookEvent
-from agcore_sync.llm.cost import cost_usd
+from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
 from agcore_sync.llm.errors import MaxToolTurnsExceeded
 from agcore_sync.llm.events import (
     CostUpdate,
@@ -126,6 +126,19 @@ class _RepeatGuard:
         )
 
 
+def _pricer(pricing: PricingArg) -> CostFn:
+    """Return ``cost(usage, model)`` with each model's price looked up once."""
+    prices: Dict[Optional[str], Optional[Pricing]] = {}
+
+    def cost(usage: Usage, model: Optional[str]) -> Optional[float]:
+        if model not in prices:
+            prices[model] = find_pricing(model, pricing)
+        price = prices[model]
+        return None if price is None else price.cost(usage)
+
+    return cost
+
+
 class ToolLoop:
     """One turn of the automatic tool loop.
 
@@ -158,8 +171,7 @@ class ToolLoop:
         self.final_response: Optional[MessageResponse] = None
         self._responses: List[MessageResponse] = []
         self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
-        pricing = getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None)
-        self._price: CostFn = lambda usage, model: cost_usd(usage, model, pricing)
+        self._price: CostFn = _pricer(getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None))
         self._meter = UsageMeter.create(cycle.config.usage_limits, getattr(cycle, "session_limits", None))
         self._requests = 0
         self._tool_calls = 0
