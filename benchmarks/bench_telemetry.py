@@ -1,4 +1,4 @@
-"""Microseconds per round of a session turn with telemetry off and on.
+"""CPU microseconds per round of a session turn with telemetry off and on.
 
 Workload: an ``AgentSession`` turn of 50 rounds of one ``add(a, b)`` call and
 a final answer (MockProvider), blocking (``submit_turn``) and streamed
@@ -10,7 +10,10 @@ library's own share: attributes, context, bookkeeping); with the OpenTelemetry S
 and an in-memory metric reader); the same with ``capture_content=True``.
 Each round makes a ``chat`` and an ``execute_tool`` span, each turn an
 ``invoke_agent`` span. Needs the ``otel`` extra and ``opentelemetry-sdk``.
-Run: ``python benchmarks/bench_telemetry.py``.
+The figure is the process's CPU time (all threads: the stream worker and the
+tool pool included) per round, not wall time: on a shared machine a longer
+critical path is preempted more often, and wall-clock medians then overstate
+small differences. Run: ``python benchmarks/bench_telemetry.py``.
 """
 
 from __future__ import annotations
@@ -53,13 +56,13 @@ def script():
 
 def per_round(registry, config, streamed: bool) -> float:
     session = AgentSession(MockProvider(script()), config, registry)
-    start = time.perf_counter()
+    start = time.process_time()
     if streamed:
         for _ in session.submit_turn_stream("go"):
             pass
     else:
         session.submit_turn("go")
-    return (time.perf_counter() - start) / ROUNDS * 1e6
+    return (time.process_time() - start) / ROUNDS * 1e6
 
 
 def main() -> None:
@@ -102,8 +105,8 @@ def main() -> None:
         for variant in variants:
             value = median(samples[loop, variant])
             rows.append((loop, variant, value, value - off))
-    print(f"session turn: {ROUNDS} rounds of add(a, b) + a final answer, median of {REPEATS} runs")
-    print(table(["loop", "telemetry", "us/round", "cost us/round"], rows))
+    print(f"session turn: {ROUNDS} rounds of add(a, b) + a final answer, process CPU, median of {REPEATS} runs")
+    print(table(["loop", "telemetry", "CPU us/round", "cost us/round"], rows))
     tracer_provider.shutdown()
     meter_provider.shutdown()
 
