@@ -22,12 +22,26 @@ logging.getLogger("agcore_sync").addHandler(logging.NullHandler())
 _EXPORTS: Dict[str, str] = {
     "CompactConfig": "agcore_sync.agent.compact",
     "AgentError": "agcore_sync.agent.errors",
+    "ApprovalDecisionError": "agcore_sync.agent.errors",
+    "TurnNotPausedError": "agcore_sync.agent.errors",
+    "TurnPausedError": "agcore_sync.agent.errors",
     "SlotNotFoundError": "agcore_sync.agent.errors",
     "SlotReadonlyError": "agcore_sync.agent.errors",
+    "SessionBusyError": "agcore_sync.agent.errors",
+    "SessionConflictError": "agcore_sync.agent.errors",
+    "SessionNotFoundError": "agcore_sync.agent.errors",
+    "SessionStoreError": "agcore_sync.agent.errors",
+    "LeaseBackend": "agcore_sync.agent.store",
+    "SessionLease": "agcore_sync.agent.store",
+    "SessionStore": "agcore_sync.agent.store",
+    "StoredSession": "agcore_sync.agent.store",
+    "SqliteSessionStore": "agcore_sync.agent.sqlite_store",
     "AgentSession": "agcore_sync.agent.session",
-    "TurnStream": "agcore_sync.agent.session",
+    "TurnStream": "agcore_sync.agent.turn_stream",
     "AgcoreError": "agcore_sync.errors",
     "ContextOverflowError": "agcore_sync.errors",
+    "Approve": "agcore_sync.hooks",
+    "Defer": "agcore_sync.hooks",
     "Deny": "agcore_sync.hooks",
     "HookContext": "agcore_sync.hooks",
     "HookError": "agcore_sync.hooks",
@@ -44,6 +58,9 @@ _EXPORTS: Dict[str, str] = {
     "RunUsage": "agcore_sync.loop.limits",
     "UsageLimitExceeded": "agcore_sync.loop.limits",
     "UsageLimits": "agcore_sync.loop.limits",
+    "PausedTurn": "agcore_sync.loop.pause",
+    "ApprovalRequired": "agcore_sync.llm.events",
+    "ToolApprovalRequest": "agcore_sync.llm.events",
     "ContentBlockEnd": "agcore_sync.llm.events",
     "ContentBlockStart": "agcore_sync.llm.events",
     "CostUpdate": "agcore_sync.llm.events",
@@ -152,11 +169,26 @@ def __dir__() -> List[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.agent.compact import CompactConfig  # noqa: F401
-    from agcore_sync.agent.errors import AgentError, SlotNotFoundError, SlotReadonlyError  # noqa: F401
-    from agcore_sync.agent.session import AgentSession, TurnStream  # noqa: F401
+    from agcore_sync.agent.errors import (  # noqa: F401
+        AgentError,
+        ApprovalDecisionError,
+        SessionBusyError,
+        SessionConflictError,
+        SessionNotFoundError,
+        SessionStoreError,
+        SlotNotFoundError,
+        SlotReadonlyError,
+        TurnNotPausedError,
+        TurnPausedError,
+    )
+    from agcore_sync.agent.session import AgentSession  # noqa: F401
+    from agcore_sync.agent.sqlite_store import SqliteSessionStore  # noqa: F401
+    from agcore_sync.agent.store import LeaseBackend, SessionLease, SessionStore, StoredSession  # noqa: F401
+    from agcore_sync.agent.turn_stream import TurnStream  # noqa: F401
     from agcore_sync.errors import AgcoreError, ContextOverflowError  # noqa: F401
-    from agcore_sync.hooks import Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
+    from agcore_sync.hooks import Approve, Defer, Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
     from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
+    from agcore_sync.llm.content import ContentBlock  # noqa: F401
     from agcore_sync.llm.cost import Pricing  # noqa: F401
     from agcore_sync.llm.errors import (  # noqa: F401
         AuthenticationError,
@@ -172,6 +204,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ServerError,
     )
     from agcore_sync.llm.events import (  # noqa: F401
+        ApprovalRequired,
         ContentBlockEnd,
         ContentBlockStart,
         CostUpdate,
@@ -181,6 +214,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         StreamEvent,
         TextDelta,
         ThinkingDelta,
+        ToolApprovalRequest,
         ToolCallArgumentsDelta,
         ToolCallEnd,
         ToolExecutionCompleted,
@@ -202,7 +236,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
     from agcore_sync.llm.types import (  # noqa: F401
-        ContentBlock,
         Message,
         MessageRequest,
         MessageResponse,
@@ -219,6 +252,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.loop.config import CycleConfig  # noqa: F401
     from agcore_sync.loop.cycle import LlmCycle  # noqa: F401
     from agcore_sync.loop.limits import RunUsage, UsageLimitExceeded, UsageLimits  # noqa: F401
+    from agcore_sync.loop.pause import PausedTurn  # noqa: F401
     from agcore_sync.loop.tool_stream import ToolLoopStream  # noqa: F401
     from agcore_sync.prompt.builder import PromptBuilder  # noqa: F401
     from agcore_sync.prompt.bundle import PromptBundle  # noqa: F401

@@ -4,24 +4,28 @@ A hook is ``fn(ctx: HookContext) -> None | Deny``. Hooks run in
 registration order, in the thread running the loop (the worker thread for
 streams, in the copy of the caller's ``contextvars`` context the worker
 runs in, so a ``ContextVar`` set where the stream was created is visible).
-A ``PRE_TOOL_USE`` hook that returns :class:`Deny` stops that call:
-the tool never runs and the model gets an ``is_error`` result with the
-reason; the first ``Deny`` wins. ``Deny`` from any other event is ignored with
-a warning. A hook that raises is logged on ``agcore_sync.hooks`` and wrapped
+A ``PRE_TOOL_USE`` hook decides about the call by what it returns:
+:class:`Deny` stops it (the tool never runs and the model gets an
+``is_error`` result with the reason); :class:`Defer` asks a human (a
+session's turn pauses, see :doc:`/howto/approval`); :class:`Approve` lets a
+call run that would otherwise need a human (``requires_approval``); None
+leaves the decision to later hooks and to the tool. The first decision
+wins; later hooks for that call do not run. A decision returned by any
+other event is ignored with a warning. A hook that raises is logged on ``agcore_sync.hooks`` and wrapped
 in :class:`HookError` (cause chained), which ends the turn.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import attrs
 
 from agcore_sync import _instrument
 from agcore_sync.errors import AgcoreError
 
-__all__ = ["HookEvent", "HookContext", "Deny", "Hooks", "HookError", "HookFn"]
+__all__ = ["HookEvent", "HookContext", "Deny", "Defer", "Approve", "Decision", "Hooks", "HookError", "HookFn"]
 
 logger = _instrument.get_logger("agcore_sync.hooks")
 
@@ -64,9 +68,47 @@ class HookContext:
 
 @attrs.frozen
 class Deny:
-    """Returned by a PRE_TOOL_USE hook to refuse a call; ``reason`` goes to the model."""
+    """Refuse a tool call; ``reason`` goes to the model.
+
+    Returned by a PRE_TOOL_USE hook, or given to
+    :meth:`AgentSession.resume_turn <agcore_sync.agent.session.AgentSession.resume_turn>`
+    as the decision about a paused call.
+    """
 
     reason: str = "denied by a PRE_TOOL_USE hook"
+
+
+@attrs.frozen
+class Approve:
+    """Let a tool call run.
+
+    Given to :meth:`AgentSession.resume_turn
+    <agcore_sync.agent.session.AgentSession.resume_turn>` as the decision
+    about a paused call; returned by a PRE_TOOL_USE hook, it lets a call run
+    without asking a human even when its tool has ``requires_approval``
+    (a policy such as "reads under /tmp are fine").
+
+    .. versionadded:: 0.2
+    """
+
+
+@attrs.frozen
+class Defer:
+    """Returned by a PRE_TOOL_USE hook to have a human decide about the call.
+
+    In a session the turn pauses once the round's other calls have run:
+    the call is listed in ``session.pending_approvals`` and the turn goes on
+    with :meth:`AgentSession.resume_turn
+    <agcore_sync.agent.session.AgentSession.resume_turn>`. Outside a session
+    (the ``LlmCycle`` loops) nobody can be asked, so the call is answered with
+    a ``PermissionDeniedError`` result saying so.
+
+    .. versionadded:: 0.2
+    """
+
+
+#: What a PRE_TOOL_USE hook may decide (None: no decision).
+Decision = Union[Deny, Defer, Approve]
 
 
 class HookError(AgcoreError):
@@ -82,7 +124,7 @@ class HookError(AgcoreError):
 
 
 #: The signature of a hook.
-HookFn = Callable[[HookContext], Optional[Deny]]
+HookFn = Callable[[HookContext], Optional[Decision]]
 
 
 class Hooks:
@@ -109,11 +151,12 @@ class Hooks:
         """Return True if at least one hook is registered for ``event``."""
         return bool(self._hooks[event])
 
-    def fire(self, ctx: HookContext) -> Optional[Deny]:
+    def fire(self, ctx: HookContext) -> Optional[Decision]:
         """Run the hooks of ``ctx.event`` in order.
 
         Returns:
-            The first :class:`Deny` of a PRE_TOOL_USE hook, else None.
+            The first decision (:class:`Deny`, :class:`Defer` or
+            :class:`Approve`) of a PRE_TOOL_USE hook, else None.
 
         Raises:
             HookError: a hook raised (later hooks do not run).
@@ -126,8 +169,8 @@ class Hooks:
                 logger.exception("hook %s for %s raised", name, ctx.event.value)
                 raise HookError(f"hook {name} for {ctx.event.value} raised {type(exc).__name__}: {exc}",
                                 ctx.event) from exc
-            if isinstance(result, Deny):
+            if isinstance(result, (Deny, Defer, Approve)):
                 if ctx.event is HookEvent.PRE_TOOL_USE:
                     return result
-                logger.warning("Deny returned by a %s hook is ignored", ctx.event.value)
+                logger.warning("%s returned by a %s hook is ignored", type(result).__name__, ctx.event.value)
         return None

@@ -31,6 +31,10 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
              "retry_instructions"}
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"UsageLimits", "UsageLimitExceeded", "RunUsage"}  # limits; instrument() is in agcore_sync.telemetry
+EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",
+             "TurnNotPausedError", "ApprovalDecisionError"}
+EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
+             "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
 
 
 def test_every_name_in_all_is_importable_from_the_package():

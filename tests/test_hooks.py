@@ -9,7 +9,7 @@ import attrs
 import pytest
 
 from agcore_sync.errors import AgcoreError
-from agcore_sync.hooks import Deny, HookContext, HookError, HookEvent, Hooks
+from agcore_sync.hooks import Approve, Defer, Deny, HookContext, HookError, HookEvent, Hooks
 
 
 def ctx(event=HookEvent.PRE_TOOL_USE, **kwargs):
@@ -103,3 +103,23 @@ def test_the_context_is_a_frozen_keyword_only_value_and_deny_has_a_default_reaso
         HookContext(HookEvent.PRE_TOOL_USE)  # positional: refused
     assert (context.turn_index, context.request, context.response, context.invocation) == (None, None, None, None)
     assert Deny().reason == "denied by a PRE_TOOL_USE hook"
+
+
+@pytest.mark.parametrize("decision", [Deny("no"), Defer(), Approve()], ids=lambda d: type(d).__name__)
+def test_the_first_decision_of_any_kind_wins_in_pre_tool_use(decision):
+    hooks = Hooks()
+    later = []
+    hooks.on(HookEvent.PRE_TOOL_USE, lambda c: None)
+    hooks.on(HookEvent.PRE_TOOL_USE, lambda c: decision)
+    hooks.on(HookEvent.PRE_TOOL_USE, lambda c: later.append(c) or Deny("later"))
+    assert hooks.fire(ctx()) is decision
+    assert later == []
+
+
+@pytest.mark.parametrize("decision", [Defer(), Approve()], ids=lambda d: type(d).__name__)
+def test_defer_and_approve_from_another_event_are_ignored_with_a_warning(decision, caplog):
+    hooks = Hooks()
+    hooks.on(HookEvent.POST_TOOL_USE, lambda c: decision)
+    with caplog.at_level(logging.WARNING, logger="agcore_sync.hooks"):
+        assert hooks.fire(ctx(HookEvent.POST_TOOL_USE)) is None
+    assert f"{type(decision).__name__} returned by a post_tool_use hook is ignored" in caplog.text

@@ -12,71 +12,64 @@ seed's call after the stream) ends it only if it is still open and never
 counts a turn twice. A turn made outside the session can be recorded with
 it, once.
 
+A turn may pause for a human's approval (a tool with ``requires_approval``,
+or a ``PRE_TOOL_USE`` hook returning ``Defer``): the round's other calls run,
+the stream ends with ``ApprovalRequired`` (``submit_turn`` returns), no
+thread waits, and :attr:`AgentSession.pending_approvals` lists the calls.
+The paused turn is saved by ``to_dict`` and goes on with
+:meth:`AgentSession.resume_turn` / :meth:`AgentSession.resume_turn_stream`
+(in any process, after ``from_dict``), or ends with
+:meth:`AgentSession.cancel_pending`. It still is one turn: ``ON_TURN_START``
+fired once at submit; usage, messages, ``ON_TURN_END`` and ``turn_index``
+count it once, when it really ends.
+
 One turn at a time: starting a turn while one is open raises
-:class:`AgentError`. A session is not meant to be shared by threads
-without a lock of the caller's (a web app keeps one per conversation).
+:class:`AgentError` (:class:`TurnPausedError` while one is paused). A
+session is not meant to be shared by threads without a lock of the
+caller's (a web app keeps one per conversation).
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from agcore_sync import _check, _instrument
-from agcore_sync.agent.errors import AgentError
+from agcore_sync.agent._turn_scope import TurnScope
+from agcore_sync.agent.approval import cancelled_record, check_decisions
+from agcore_sync.agent.errors import (
+    AgentError,
+    SessionNotFoundError,
+    SessionStoreError,
+    TurnNotPausedError,
+    TurnPausedError,
+)
 from agcore_sync.agent.slots import SlotStore
-from agcore_sync.hooks import HookError, HookEvent, Hooks
-from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
+from agcore_sync.agent.turn_stream import TurnStream  # defined there, still importable from here
+from agcore_sync.hooks import Decision, HookEvent, Hooks
+from agcore_sync.llm.cost import PricingArg, cost_usd, find_pricing
+from agcore_sync.llm.events import ToolApprovalRequest
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
 from agcore_sync.loop._conversation import check_parts
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
-from agcore_sync.loop.limits import RunUsage, UsageLimits
+from agcore_sync.loop.limits import RunUsage, UsageLimits, run_usage
+from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
-from agcore_sync.loop.tool_stream import ToolLoopStream
 from agcore_sync.tools.registry import ToolRegistry
 
-__all__ = ["AgentSession", "TurnStream", "FORMAT_VERSION"]
+if TYPE_CHECKING:  # pragma: no cover
+    from agcore_sync.agent.store import SessionStore
+
+__all__ = ["AgentSession", "FORMAT_VERSION"]
 
 logger = _instrument.get_logger("agcore_sync.session")
 
-_FREE = Pricing(0.0, 0.0)
-
-#: The ``format_version`` written by :meth:`AgentSession.to_dict`.
-FORMAT_VERSION = 1
-
-
-class TurnStream(ToolLoopStream):
-    """A :class:`ToolLoopStream` that also ends its session turn.
-
-    The turn ends when the stream is exhausted, closed, or collected,
-    whichever comes first (see :mod:`agcore_sync.loop.tool_stream`).
-    Created by :meth:`AgentSession.submit_turn_stream`.
-
-    Args:
-        cycle: the session's cycle, bound to its current slot.
-        registry: the tools.
-        user_input: the turn's user message.
-        end_turn: called once with the turn's
-            :class:`~agcore_sync.loop.tool_loop.TurnRecord` when the stream
-            ends (the messages are already in the cycle's history).
-        max_buffered_events: bounds the event queue (None: unbounded).
-    """
-
-    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: str, *,
-                 end_turn: Callable[[TurnRecord], None], max_buffered_events: Optional[int] = None) -> None:
-        self._end_turn = end_turn
-        super().__init__(cycle, registry, user_input, max_buffered_events=max_buffered_events)
-
-    def _on_end(self, record: TurnRecord) -> None:
-        try:
-            self._end_turn(record)
-        except HookError as exc:
-            # The iterator has already ended; the failure is logged (by Hooks)
-            # and kept on the stream.
-            self.error = self.error or exc
+#: The ``format_version`` written by :meth:`AgentSession.to_dict` (2 added
+#: ``paused_turn``; version 1 still loads).
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 
 class AgentSession:
@@ -99,10 +92,10 @@ class AgentSession:
         cost_so_far: a :class:`Usage` summed over every provider response of
             every turn, tool rounds included.
         usage: a :class:`~agcore_sync.loop.limits.RunUsage` summed over every
-            turn: what ``usage_limits`` count.
+            ended turn: what ``usage_limits`` count.
+        turn_index: how many turns have ended; every hook of a turn sees it.
 
     .. versionchanged:: 0.2 ``usage_limits`` and ``usage``.
-        turn_index: how many turns have ended; every hook of a turn sees it.
     """
 
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None,
@@ -118,13 +111,15 @@ class AgentSession:
         self.pricing = pricing
         self.usage_limits = usage_limits
         self.usage = RunUsage()
-        self._turn: Optional[_instrument.TurnScope] = None
+        self._turn = TurnScope()  # the open turn's log id and span
         self.cost_so_far = Usage()
         self._cost: Optional[float] = 0.0
         self.turn_index = 0
         self._slots = SlotStore()
         self._turn_lock = threading.Lock()
         self._turn_open = False
+        # The turn that waits for approval, or None.
+        self._paused: Optional[PausedTurn] = None
         # The open streamed turn's stream (weak: a dropped stream ends its turn).
         self._stream: Optional[weakref.ref] = None
         # What finalize_turn() recognises as an ended turn: the final response
@@ -169,6 +164,14 @@ class AgentSession:
         """The cost of :attr:`cost_so_far` in USD, or None if a model has no price."""
         return self._cost
 
+    @property
+    def pending_approvals(self) -> Tuple[ToolApprovalRequest, ...]:
+        """The calls a paused turn waits for, in call order; ``()`` when no turn is paused.
+
+        .. versionadded:: 0.2
+        """
+        return () if self._paused is None else self._paused.requests
+
     # -- slots ------------------------------------------------------------------
 
     @property
@@ -189,32 +192,51 @@ class AgentSession:
         """Make ``name`` current (a missing one raises ``SlotNotFoundError``)."""
         if self._turn_open:
             raise AgentError("cannot switch slots while a turn is open")
+        self._refuse_if_paused("switch slots")
         self._slots.switch(name)
 
     # -- turns ------------------------------------------------------------------
 
+    def _refuse_if_paused(self, what: str) -> None:
+        if self._paused is not None:
+            ids = self._paused.pending_ids
+            raise TurnPausedError(
+                f"cannot {what}: turn {self.turn_index} of this session is paused, waiting for approval of calls "
+                f"{list(ids)}; call resume_turn(decisions) or cancel_pending() first", ids)
+
     def _start_turn(self) -> None:
+        self._refuse_if_paused("start a turn")
         slot = self._slots.writable_current()
         with self._turn_lock:
             if self._turn_open:
                 raise AgentError("a turn is already open: exhaust or close its stream first")
             self._turn_open = True
         self._cycle.use_history(slot.messages)  # the loops read and extend the current slot
-        self._cycle.turn_index = self.turn_index
-        self._cycle.pricing = self.pricing
-        self._cycle.session_limits = None if self.usage_limits is None else (self.usage_limits, self.usage)
-        self._turn = _instrument.begin_turn(self)
+        self._open_turn()
         try:
-            with self._turn.activate():
+            with self._turn.current():
                 self._cycle.fire(HookEvent.ON_TURN_START)
         except BaseException as exc:
             self._turn_open = False
-            self._turn.fail(exc)
-            self._turn.end()
+            self._turn.close(error=exc)
             raise
 
+    def _open_turn(self) -> None:
+        """Point the cycle at this turn (index, prices, session limits) and start its id and span."""
+        self._cycle.turn_index = self.turn_index
+        self._cycle.pricing = self.pricing
+        self._cycle.session_limits = None if self.usage_limits is None else (self.usage_limits, self.usage)
+        self._turn.open(self)
+
     def _end_turn(self, record: TurnRecord, *, append_messages: bool) -> None:
-        """Count usage, keep messages, fire ON_TURN_END, advance the index."""
+        """Count usage, keep messages, fire ON_TURN_END, advance the index; or keep a paused turn."""
+        if record.paused is not None:
+            # Not an end: nothing is counted until the turn really ends.
+            self._paused = record.paused
+            self._stream = None
+            self._turn_open = False
+            self._turn.close(record)  # its span ends here; a resumption gets one of its own
+            return
         try:
             self.usage = self.usage + record.usage
             for usage, model in record.usage_by_model:
@@ -226,36 +248,35 @@ class AgentSession:
             if record.final_response is not None:
                 self._ended_responses[id(record.final_response)] = record.final_response
             self._last_turn_responses = record.responses
-            with self._turn_context():
+            with self._turn.current():
                 self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
         finally:
-            turn, self._turn = self._turn, None
-            if turn is not None:
-                turn.end(record)
+            self._turn.close(record)
             self.turn_index += 1
             self._stream = None
             self._turn_open = False
-
-    def _turn_context(self) -> Any:
-        """Make the open turn (its log id, its span) current for a block."""
-        return self._turn.activate() if self._turn is not None else contextlib.nullcontext()
 
     def _end_streamed_turn(self, record: TurnRecord) -> None:
         # The stream has already put the turn's messages into the slot.
         self._end_turn(record, append_messages=False)
 
     def submit_turn(self, user_input: str) -> MessageResponse:
-        """Run one turn to its end and return the final response.
+        """Run one turn to its end, or to a pause, and return the last response.
+
+        If calls need approval the turn pauses once the round's other calls
+        have run: the response whose calls wait is returned and
+        :attr:`pending_approvals` lists them (see :meth:`resume_turn`).
 
         Raises:
             SlotReadonlyError: the current slot is readonly (nothing sent).
+            TurnPausedError: a turn is paused (resume or cancel it first).
             AgentError: a turn is already open.
             LlmError, ToolError, HookError: the turn failed; it still ended.
         """
         self._start_turn()
-        loop = ToolLoop(self._cycle, self.registry)
+        loop = ToolLoop(self._cycle, self.registry, pausable=True)
         try:
-            with self._turn_context():
+            with self._turn.current():
                 return loop.run(user_input)
         finally:
             self._end_turn(loop.record(), append_messages=True)
@@ -267,23 +288,111 @@ class AgentSession:
 
         Raises:
             SlotReadonlyError: the current slot is readonly (no stream starts).
+            TurnPausedError: a turn is paused (resume or cancel it first).
             AgentError: a turn is already open.
         """
         self._start_turn()
         try:
             # The worker copies this context: the turn is current in it.
-            with self._turn_context():
+            with self._turn.current():
                 stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
                                     max_buffered_events=max_buffered_events)
         except BaseException as exc:
             self._turn_open = False
-            turn, self._turn = self._turn, None
-            if turn is not None:
-                turn.fail(exc)
-                turn.end()
+            self._turn.close(error=exc)
             raise
         self._stream = weakref.ref(stream)
         return stream
+
+    # -- paused turns -------------------------------------------------------------
+
+    def _take_paused(self, decisions: Optional[Mapping[str, Any]]) -> Tuple[PausedTurn, Dict[str, Decision]]:
+        """Check and open the paused turn for going on; nothing changes if this raises."""
+        paused = self._paused
+        if paused is None:
+            raise TurnNotPausedError(f"no turn of this session is paused (turn_index {self.turn_index}): "
+                                     "there is nothing to resume or cancel; start a turn with submit_turn")
+        checked = check_decisions(paused, decisions, self.turn_index) if decisions is not None else {}
+        slot = self._slots.writable_current()
+        with self._turn_lock:
+            if self._turn_open:
+                raise AgentError("the paused turn is already being resumed: exhaust or close its stream first")
+            self._turn_open = True
+        self._paused = None
+        self._cycle.use_history(slot.messages)
+        self._open_turn()
+        return paused, checked
+
+    def resume_turn(self, decisions: Mapping[str, Decision]) -> MessageResponse:
+        """Continue the paused turn with a decision per waiting call; return the last response.
+
+        ``decisions`` maps every id of :attr:`pending_approvals` to
+        :class:`~agcore_sync.hooks.Approve` or ``Deny(reason)``. Approved
+        calls run now, exactly once, without passing PRE_TOOL_USE again;
+        denied ones go to the model as ``is_error`` results with the reason.
+        The loop then goes on (the user message is not sent again) and may
+        pause again. ``max_tool_turns`` counts the turn's provider calls
+        across pauses.
+
+        Raises:
+            TurnNotPausedError: no turn is paused.
+            ApprovalDecisionError: an unknown id, a missing decision, or a
+                value that is not Approve/Deny (nothing changed).
+            LlmError, ToolError, HookError: the turn failed; it still ended.
+
+        .. versionadded:: 0.2
+        """
+        paused, checked = self._take_paused(decisions)
+        loop = ToolLoop(self._cycle, self.registry, pausable=True)
+        try:
+            with self._turn.current():
+                return loop.resume(paused, checked)
+        finally:
+            self._end_turn(loop.record(), append_messages=True)
+
+    def resume_turn_stream(self, decisions: Mapping[str, Decision], *,
+                           max_buffered_events: Optional[int] = None) -> TurnStream:
+        """Continue the paused turn on a stream (see :meth:`resume_turn`).
+
+        The decided calls' ``ToolExecutionStarted`` / ``Completed`` come
+        first, then the next rounds' events; the stream may end with
+        ``ApprovalRequired`` again. ``ON_TURN_START`` does not fire again.
+
+        Raises:
+            TurnNotPausedError: no turn is paused.
+            ApprovalDecisionError: decisions that do not match (nothing changed).
+
+        .. versionadded:: 0.2
+        """
+        paused, checked = self._take_paused(decisions)
+        try:
+            with self._turn.current():
+                stream = TurnStream(self._cycle, self.registry, None, end_turn=self._end_streamed_turn,
+                                    max_buffered_events=max_buffered_events, resume=(paused, checked))
+        except BaseException as exc:
+            self._paused = paused
+            self._turn_open = False
+            self._turn.close(error=exc)
+            raise
+        self._stream = weakref.ref(stream)
+        return stream
+
+    def cancel_pending(self, reason: str = "cancelled by the user") -> None:
+        """End the paused turn without running its waiting calls.
+
+        Each waiting call gets an ``is_error`` result saying the turn was
+        cancelled (with ``reason``), so the history stays valid for the next
+        turn; the model is not asked again. The turn ends once: its usage is
+        counted, its messages join the slot, ``ON_TURN_END`` fires and
+        ``turn_index`` grows.
+
+        Raises:
+            TurnNotPausedError: no turn is paused.
+
+        .. versionadded:: 0.2
+        """
+        paused, _ = self._take_paused(None)
+        self._end_turn(cancelled_record(paused, reason), append_messages=True)
 
     def finalize_turn(self, response: MessageResponse, new_messages: Optional[Sequence[Message]] = None) -> None:
         """End the open streamed turn, or record a turn made by hand; never count a turn twice.
@@ -318,6 +427,10 @@ class AgentSession:
             return
         if self._is_ended_turn(response):
             return
+        if self._paused is not None:
+            if response is self._paused.final_response or response == self._paused.final_response:
+                return  # the paused turn ends when it is resumed or cancelled
+            self._refuse_if_paused("record a turn")
         slot = self._slots.writable_current()
         with self._turn_lock:
             if self._turn_open:
@@ -326,11 +439,9 @@ class AgentSession:
         self._cycle.use_history(slot.messages)
         self._cycle.turn_index = self.turn_index
         messages = [response.message] if new_messages is None else list(new_messages)
-        used = RunUsage(requests=1, input_tokens=response.usage.prompt_tokens,
-                        output_tokens=response.usage.completion_tokens,
-                        cost_usd=(find_pricing(response.model, self.pricing) or _FREE).cost(response.usage))
-        record = TurnRecord(new_messages=messages, usage_by_model=[(response.usage, response.model)],
-                            responses=[response], final_response=response, usage=used)
+        used = [(response.usage, response.model)]
+        record = TurnRecord(new_messages=messages, usage_by_model=used, responses=[response], final_response=response,
+                            usage=run_usage(1, 0, used, lambda usage, model: cost_usd(usage, model, self.pricing)))
         self._end_turn(record, append_messages=True)
 
     def _is_ended_turn(self, response: MessageResponse) -> bool:
@@ -352,7 +463,11 @@ class AgentSession:
     # -- persistence ------------------------------------------------------------
 
     def to_dict(self) -> Dict[str, Any]:
-        """Return the session's state as JSON-ready data (no provider, no key)."""
+        """Return the session's state as JSON-ready data (no provider, no key).
+
+        A paused turn is included (``paused_turn``), so it can be resumed
+        after :meth:`from_dict` in another process.
+        """
         return {
             "format_version": FORMAT_VERSION,
             "config": self.config.to_dict(),
@@ -361,6 +476,7 @@ class AgentSession:
             "cost_so_far": self.cost_so_far.to_dict(),
             "cost_usd": self._cost,
             "turn_index": self.turn_index,
+            "paused_turn": None if self._paused is None else self._paused.to_dict(),
             "usage": self.usage.to_dict(),
             "usage_limits": None if self.usage_limits is None else self.usage_limits.to_dict(),
         }
@@ -369,6 +485,8 @@ class AgentSession:
     def from_dict(cls, data: Mapping[str, Any], *, provider: LlmProvider, registry: Optional[ToolRegistry] = None,
                   hooks: Optional[Hooks] = None, compact: Any = None, pricing: PricingArg = None) -> AgentSession:
         """Rebuild a session saved by :meth:`to_dict`.
+
+        Reads ``format_version`` 1 (no paused turns) and 2.
 
         Raises:
             AgentError: ``data`` is not a saved session, or its
@@ -379,7 +497,7 @@ class AgentSession:
             raise AgentError(f"AgentSession.from_dict: {kind} is not a saved session; pass what "
                              "session.to_dict() returned (after json.loads, if it was stored as JSON)")
         version = data.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in _READABLE_VERSIONS:
             raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "
                              f"reads version {FORMAT_VERSION}; upgrade agcore_sync to load it")
         limits = data.get("usage_limits")
@@ -392,4 +510,60 @@ class AgentSession:
         session.cost_so_far = Usage.from_dict(data["cost_so_far"])
         session._cost = data.get("cost_usd", 0.0)
         session.turn_index = int(data["turn_index"])
+        paused = data.get("paused_turn")
+        session._paused = None if paused is None else PausedTurn.from_dict(paused)
         return session
+
+    # -- stores -----------------------------------------------------------------
+
+    #: (store, session_id, version) of the last load from or save to a store.
+    _stored: Optional[Tuple[SessionStore, str, int]] = None
+
+    @classmethod
+    def load(cls, store: SessionStore, session_id: str, *, provider: LlmProvider,
+             registry: Optional[ToolRegistry] = None, hooks: Optional[Hooks] = None, compact: Any = None,
+             pricing: PricingArg = None) -> AgentSession:
+        """Load a session from a :class:`~agcore_sync.agent.store.SessionStore`.
+
+        The session remembers the version it loaded, so that a later
+        :meth:`save` to the same store and id overwrites exactly that
+        version. The other arguments are those of :meth:`from_dict`.
+
+        Raises:
+            SessionNotFoundError: the store has no such session (also a ``KeyError``).
+            SessionStoreError: the stored session is corrupt or of an unknown
+                format; the store is left as it is.
+        """
+        # Argument mistakes are the caller's (TypeError), not a corrupt stored session.
+        check_parts("AgentSession.load", provider, None, hooks)
+        _check.optional_instance("AgentSession.load", "registry", registry, ToolRegistry, "a ToolRegistry")
+        stored = store.load(session_id)
+        if stored is None:
+            raise SessionNotFoundError(f"no session {session_id!r} in {store!r}", session_id=session_id)
+        try:
+            session = cls.from_dict(stored.data, provider=provider, registry=registry, hooks=hooks,
+                                    compact=compact, pricing=pricing)
+        except (AgentError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SessionStoreError(
+                f"stored session {session_id!r} in {store!r} (version {stored.version}) cannot be loaded: {exc}; "
+                f"it was left as it is", path=getattr(store, "path", None), session_id=session_id) from exc
+        session._stored = (store, session_id, stored.version)
+        return session
+
+    def save(self, store: SessionStore, session_id: str) -> int:
+        """Save :meth:`to_dict` to ``store`` under ``session_id``; return the new version.
+
+        The save expects the version this session last loaded from or saved
+        to that store and id (a session never stored there must be new), so
+        a save from a stale copy raises instead of overwriting another
+        worker's turns. Save after a turn has ended.
+
+        Raises:
+            SessionConflictError: the stored version is not the expected one
+                (load again, redo the turn, save); nothing was written.
+        """
+        stored = self._stored
+        expected = stored[2] if stored is not None and stored[0] is store and stored[1] == session_id else None
+        version = store.save(session_id, self.to_dict(), expected)
+        self._stored = (store, session_id, version)
+        return version

@@ -9,15 +9,16 @@ Order within one provider response (DESIGN.md, Pinned details, Round 3)::
     MessageComplete
 
 Block indexes count from 0 in order of first appearance. The tool loops add
-``ToolExecutionStarted`` / ``ToolExecutionCompleted`` between responses and
-end a failed stream with ``Error``.
+``ToolExecutionStarted`` / ``ToolExecutionCompleted`` between responses, end
+a failed stream with ``Error`` and a paused session turn with
+``ApprovalRequired``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, Dict, Optional
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import attrs
 
@@ -40,6 +41,8 @@ __all__ = [
     "ToolExecutionStarted",
     "ToolExecutionCompleted",
     "Error",
+    "ApprovalRequired",
+    "ToolApprovalRequest",
 ]
 
 
@@ -249,3 +252,62 @@ class Error(StreamEvent):
     @classmethod
     def _from_fields(cls, kwargs: Dict[str, Any]) -> StreamEvent:
         return cls(kwargs["message"])
+
+
+@attrs.frozen
+class ToolApprovalRequest:
+    """A tool call that waits for a human's decision.
+
+    Listed by ``session.pending_approvals`` and by :class:`ApprovalRequired`.
+
+    Args:
+        tool_call_id: the call's id: the key of its decision.
+        tool_name: the tool the model asked for.
+        arguments: the call's parsed arguments (a dict; ``{}`` when the
+            model sent arguments that are not a JSON object).
+
+    .. versionadded:: 0.2
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Dict[str, Any] = attrs.field(factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {"tool_call_id": self.tool_call_id, "tool_name": self.tool_name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> ToolApprovalRequest:
+        """Build a request from ``to_dict()`` output."""
+        return cls(data["tool_call_id"], data["tool_name"], dict(data.get("arguments") or {}))
+
+
+def _requests(value: Any) -> Tuple[ToolApprovalRequest, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ApprovalRequired(StreamEvent):
+    """A session turn paused: these calls wait for a human (the stream's last event).
+
+    The round's other calls have run (their ``ToolExecutionCompleted`` came
+    before this event). Each listed call was announced by a
+    ``ToolExecutionStarted`` and gets no ``ToolExecutionCompleted`` in this
+    stream: it is answered by this event, and once decided it gets a new
+    Started / Completed pair in the stream of
+    :meth:`AgentSession.resume_turn_stream
+    <agcore_sync.agent.session.AgentSession.resume_turn_stream>`.
+
+    .. versionadded:: 0.2
+    """
+
+    requests: Tuple[ToolApprovalRequest, ...] = attrs.field(converter=_requests)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Return a JSON-ready dict; the requests as a list of dicts."""
+        return {"type": self.type, "requests": [request.to_dict() for request in self.requests]}
+
+    @classmethod
+    def _from_fields(cls, kwargs: Dict[str, Any]) -> StreamEvent:
+        return cls(tuple(ToolApprovalRequest.from_dict(item) for item in kwargs.get("requests") or ()))

@@ -11,6 +11,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from agcore_sync.llm.events import (
+    ApprovalRequired,
     ContentBlockEnd,
     ContentBlockStart,
     CostUpdate,
@@ -42,7 +43,7 @@ __all__ = ["PartialMessageResponse", "parse_tool_arguments"]
 #: Events produced by the tool loops, not by a provider: ignored, yet accepted.
 #: ``Error`` is not one of them: it is neither part of a message nor a meta
 #: event, so :meth:`PartialMessageResponse.apply` refuses it.
-_META_EVENTS = (ToolExecutionStarted, ToolExecutionCompleted)
+_META_EVENTS = (ToolExecutionStarted, ToolExecutionCompleted, ApprovalRequired)
 
 
 def parse_tool_arguments(arguments: str) -> Any:

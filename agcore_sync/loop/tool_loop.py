@@ -7,25 +7,36 @@ around the tools) and checks a cancel ``threading.Event`` between steps;
 without one it calls ``chat``. Both modes share every rule: hooks, the
 repeated-call guard, result cutting, recoverable vs. fatal tool errors and
 what the history keeps.
+
+Approval: a call whose tool has ``requires_approval``, or that a
+``PRE_TOOL_USE`` hook answers with ``Defer``, needs a human. A pausable loop
+(a session's) runs the round's other calls, then stops with a
+:class:`~agcore_sync.loop.pause.PausedTurn` in :attr:`ToolLoop.paused` (and,
+streaming, an ``ApprovalRequired`` event last); :meth:`ToolLoop.resume`
+goes on from it with the human's decisions. A loop that cannot pause (the
+``LlmCycle`` loops) answers such a call with a ``PermissionDeniedError``
+result saying so.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import attrs
 
 from agcore_sync import _instrument
-from agcore_sync.hooks import HookEvent
+from agcore_sync.hooks import Approve, Decision, Defer, Deny, HookEvent
 from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
 from agcore_sync.llm.errors import MaxToolTurnsExceeded
 from agcore_sync.llm.events import (
+    ApprovalRequired,
     CostUpdate,
     MessageComplete,
     MessageStart,
     StreamEvent,
+    ToolApprovalRequest,
     ToolExecutionCompleted,
     ToolExecutionStarted,
 )
@@ -33,6 +44,7 @@ from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop.limits import CostFn, RunUsage, UsageMeter, run_usage
+from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
@@ -45,6 +57,10 @@ SUMMARY_CHARS = 200
 
 class Cancelled(Exception):
     """Raised inside a streaming loop when its cancel Event is set."""
+
+
+#: What :meth:`ToolLoop._screen` returns for a call that waits for a human.
+_WAIT = object()
 
 
 def cut_utf8(text: str, max_bytes: Optional[int]) -> str:
@@ -94,15 +110,31 @@ class TurnRecord:
             reported usage, in order.
         responses: every response received, in order.
         final_response: the last response received, or None.
+        paused: where the turn stopped to wait for approval, or None (the
+            turn ended, or runs on).
         usage: requests, tool calls, tokens and cost of the turn (what
-            usage limits count).
+            usage limits count), across its pauses.
     """
 
     new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=tuple)
     usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(default=(), converter=tuple)
     responses: Tuple[MessageResponse, ...] = attrs.field(default=(), converter=tuple)
     final_response: Optional[MessageResponse] = None
+    paused: Optional[PausedTurn] = None
     usage: RunUsage = RunUsage()
+
+
+def _pricer(pricing: PricingArg) -> CostFn:
+    """Return ``cost(usage, model)`` with each model's price looked up once."""
+    prices: Dict[Optional[str], Optional[Pricing]] = {}
+
+    def cost(usage: Usage, model: Optional[str]) -> Optional[float]:
+        if model not in prices:
+            prices[model] = find_pricing(model, pricing)
+        price = prices[model]
+        return None if price is None else price.cost(usage)
+
+    return cost
 
 
 class _RepeatGuard:
@@ -125,18 +157,13 @@ class _RepeatGuard:
             call.name,
         )
 
+    def state(self) -> Tuple[Optional[Tuple[str, str]], int]:
+        """Return what the guard remembers (saved with a paused turn)."""
+        return self.last, self.count
 
-def _pricer(pricing: PricingArg) -> CostFn:
-    """Return ``cost(usage, model)`` with each model's price looked up once."""
-    prices: Dict[Optional[str], Optional[Pricing]] = {}
-
-    def cost(usage: Usage, model: Optional[str]) -> Optional[float]:
-        if model not in prices:
-            prices[model] = find_pricing(model, pricing)
-        price = prices[model]
-        return None if price is None else price.cost(usage)
-
-    return cost
+    def restore(self, state: Tuple[Optional[Tuple[str, str]], int]) -> None:
+        """Remember ``state`` again (a resumed turn)."""
+        self.last, self.count = state
 
 
 class ToolLoop:
@@ -149,6 +176,9 @@ class ToolLoop:
         registry: the tools.
         emit: if given, the loop streams and passes every event to it.
         cancel: checked between steps when streaming; also ends retry waits.
+        pausable: the turn may pause for approval (a session's loop); if
+            False a call that needs approval gets a ``PermissionDeniedError``
+            result instead.
 
     Attributes:
         new_messages: the user message and every complete round so far (and
@@ -157,11 +187,13 @@ class ToolLoop:
             reported usage, in order (streams: every ``CostUpdate``, even of
             a response that then failed).
         final_response: the last response received, or None.
+        paused: set when the turn paused for approval (then :meth:`run` or
+            :meth:`resume` has returned the response whose calls wait).
     """
 
     def __init__(self, cycle: Conversation, registry: ToolRegistry, *,
                  emit: Optional[Callable[[StreamEvent], None]] = None,
-                 cancel: Optional[threading.Event] = None) -> None:
+                 cancel: Optional[threading.Event] = None, pausable: bool = False) -> None:
         self.cycle = cycle
         self.registry = registry
         self.emit = emit
@@ -171,6 +203,10 @@ class ToolLoop:
         self.final_response: Optional[MessageResponse] = None
         self._responses: List[MessageResponse] = []
         self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
+        self.pausable = pausable
+        self.paused: Optional[PausedTurn] = None
+        self._provider_calls = 0
+        # Usage limits: the loop counts, the meter (None without limits) checks.
         self._price: CostFn = _pricer(getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None))
         self._meter = UsageMeter.create(cycle.config.usage_limits, getattr(cycle, "session_limits", None))
         self._requests = 0
@@ -179,28 +215,60 @@ class ToolLoop:
     def run(self, prompt: str) -> MessageResponse:
         """Run the turn for ``prompt``; return the final response.
 
+        If the turn pauses for approval, :attr:`paused` is set and the
+        response whose calls wait is returned.
+
         Raises:
             UsageLimitExceeded: a usage limit (of the turn or the session) was hit.
         """
-        with _instrument.loop_turn(Cancelled):
-            return self._run(prompt)
-
-    def _run(self, prompt: str) -> MessageResponse:
-        config = self.cycle.config
         self.new_messages = [Message.user(prompt)]
+        with _instrument.loop_turn(Cancelled):
+            return self._rounds()
+
+    def resume(self, paused: PausedTurn, decisions: Mapping[str, Decision]) -> MessageResponse:
+        """Continue ``paused`` with a decision for each waiting call; return the final response.
+
+        The round's settled calls keep their results; each approved call
+        runs now, once (without passing PRE_TOOL_USE again), each denied one
+        gets an ``is_error`` result with the reason; then the loop goes on
+        and may pause again. The caller checks ``decisions`` first: one
+        :class:`~agcore_sync.hooks.Approve` or :class:`~agcore_sync.hooks.Deny`
+        per waiting call.
+        """
+        self.new_messages = list(paused.messages)
+        self.usage_by_model = list(paused.usage_by_model)
+        self._responses = [paused.final_response]
+        self.final_response = paused.final_response
+        self._provider_calls = self._requests = paused.provider_calls
+        # The paused round's calls were counted before the pause.
+        self._tool_calls = sum(len(m.tool_uses) for m in (*paused.messages, paused.assistant))
+        self._guard.restore(paused.guard)
+        with _instrument.loop_turn(Cancelled):
+            self._check_cancel()
+            results = self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
+                                      decisions=decisions)
+            if self._pause_if_waiting(paused.final_response, results):
+                return paused.final_response
+            self.new_messages = [*self.new_messages, paused.assistant, *results]  # type: ignore[list-item]
+            return self._rounds()
+
+    def _rounds(self) -> MessageResponse:
         definitions = self.registry.definitions()
-        limit = config.tool_turn_limit
-        for _ in range(limit):
+        limit = self.cycle.config.tool_turn_limit
+        while self._provider_calls < limit:
             self._check_cancel()
             request = self.cycle.build_request([*self.cycle.messages(), *self.new_messages], definitions)
             response = self._request(request)
+            self._provider_calls += 1
             if not response.has_tool_calls:
                 self.new_messages = [*self.new_messages, response.message]
                 return response
             results = self._run_tools(response.message.tool_uses)
+            if self._pause_if_waiting(response, results):
+                return response
             # One reference swap per round: a reader on another thread (a
             # stream's close()) sees whole rounds only.
-            self.new_messages = [*self.new_messages, response.message, *results]
+            self.new_messages = [*self.new_messages, response.message, *results]  # type: ignore[list-item]
         raise MaxToolTurnsExceeded(
             f"the tool loop made {limit} provider calls and the model still asks for tools; "
             "raise CycleConfig.max_tool_turns or check the tools' answers"
@@ -209,11 +277,28 @@ class ToolLoop:
     def record(self) -> TurnRecord:
         """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
         return TurnRecord(new_messages=self.new_messages, usage_by_model=self.usage_by_model,
-                          responses=self._responses, final_response=self.final_response,
+                          responses=self._responses, final_response=self.final_response, paused=self.paused,
                           usage=self._used())
 
     def _used(self) -> RunUsage:
         return run_usage(self._requests, self._tool_calls, self.usage_by_model, self._price)
+
+    def _pause_if_waiting(self, response: MessageResponse, results: List[Optional[Message]]) -> bool:
+        """If some calls of the round wait for approval, pause the turn and return True."""
+        if all(result is not None for result in results):
+            return False
+        calls = response.message.tool_uses
+        requests = tuple(ToolApprovalRequest(call.id, call.name, call.input if isinstance(call.input, dict) else {})
+                         for call, result in zip(calls, results) if result is None)
+        self.paused = PausedTurn(
+            messages=self.new_messages, assistant=response.message,
+            results=[result for result in results if result is not None], requests=requests,
+            provider_calls=self._provider_calls, usage_by_model=self.usage_by_model,
+            final_response=response, guard=self._guard.state(),
+        )
+        if self.emit is not None:
+            self.emit(ApprovalRequired(requests))
+        return True
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -284,20 +369,36 @@ class ToolLoop:
 
     # -- tools ----------------------------------------------------------------
 
-    def _run_tools(self, calls: Tuple[ToolUseBlock, ...]) -> List[Message]:
-        if self._meter is not None:
-            self._meter.before_tools(self._used(), len(calls))
-        self._tool_calls += len(calls)
+    def _run_tools(self, calls: Tuple[ToolUseBlock, ...], *, settled: Optional[Mapping[str, Message]] = None,
+                   decisions: Optional[Mapping[str, Decision]] = None) -> List[Optional[Message]]:
+        """Run one round's calls; return one result message per call, None for a call that waits.
+
+        ``settled`` holds the results of calls already answered before a
+        pause (they are not run or announced again); ``decisions`` the human's
+        decision for each waiting call (those skip the guard and PRE_TOOL_USE).
+        """
+        if settled is None:  # a new round (a resumed one was counted before its pause)
+            if self._meter is not None:
+                self._meter.before_tools(self._used(), len(calls))
+            self._tool_calls += len(calls)
+        settled = settled or {}
+        decisions = decisions or {}
         emit = self.emit
+        active = [i for i, call in enumerate(calls) if call.id not in settled]
         if emit is not None:
-            for call in calls:
-                emit(ToolExecutionStarted(call.name, call.id, _arguments_json(call)))
+            for i in active:
+                emit(ToolExecutionStarted(calls[i].name, calls[i].id, _arguments_json(calls[i])))
         outcomes: List[Optional[ToolInvocation]] = [None] * len(calls)
+        waiting: List[int] = []
         to_run: List[int] = []
         try:
-            for i, call in enumerate(calls):
-                refusal = self._guard.refuse(call) or self._pre_tool_use(call)
-                if refusal is None:
+            for i in active:
+                call = calls[i]
+                decision = decisions.get(call.id)
+                refusal = self._decided(call, decision) if decision is not None else self._screen(call)
+                if refusal is _WAIT:
+                    waiting.append(i)
+                elif refusal is None:
                     to_run.append(i)
                 else:
                     outcomes[i] = self._finish(call, ToolInvocation(call.name, call.input, error=refusal,
@@ -306,9 +407,10 @@ class ToolLoop:
             # A PRE_TOOL_USE hook failed: no tool of this round runs, and every
             # Started still gets its Completed before the Error.
             if emit is not None:
-                for call, outcome in zip(calls, outcomes):
-                    if outcome is None:
-                        emit(ToolExecutionCompleted(call.name, call.id, f"not run: {exc}"[:SUMMARY_CHARS], True, 0.0))
+                for i in active:
+                    if outcomes[i] is None:
+                        emit(ToolExecutionCompleted(calls[i].name, calls[i].id, f"not run: {exc}"[:SUMMARY_CHARS],
+                                                    True, 0.0))
             raise
         if to_run:
             self._check_cancel()
@@ -330,21 +432,51 @@ class ToolLoop:
         # Results were cut by _finish; an error's text (a tool may fail with
         # a megabyte of message) is cut here, on its way to the model.
         max_bytes = self.cycle.config.max_tool_result_bytes
-        results = [Message.tool_result(inv.tool_call_id or call.id,
-                                       inv.content() if inv.ok else cut_utf8(inv.content(), max_bytes), not inv.ok)
-                   for call, inv in zip(calls, outcomes)]  # type: ignore[union-attr]
+        results: List[Optional[Message]] = []
+        for call, inv in zip(calls, outcomes):
+            if inv is None:
+                results.append(settled.get(call.id))  # None: the call waits for a decision
+            else:
+                results.append(Message.tool_result(inv.tool_call_id or call.id,
+                                                   inv.content() if inv.ok else cut_utf8(inv.content(), max_bytes),
+                                                   not inv.ok))
         for inv in outcomes:
             if inv is not None and inv.error is not None and not inv.error.recoverable:
+                if emit is not None:  # the waiting calls' Started get their Completed before the Error
+                    for i in waiting:
+                        emit(ToolExecutionCompleted(calls[i].name, calls[i].id,
+                                                    f"not run: {inv.error}"[:SUMMARY_CHARS], True, 0.0))
                 raise inv.error
         return results
 
-    def _pre_tool_use(self, call: ToolUseBlock) -> Optional[ToolError]:
+    def _screen(self, call: ToolUseBlock) -> Any:
+        """Decide about a new call: None (run it), a refusal, or ``_WAIT`` (ask a human)."""
+        refusal = self._guard.refuse(call)
+        if refusal is not None:
+            return refusal
         arguments = call.input if isinstance(call.input, dict) else {}
-        deny = self.cycle.fire(HookEvent.PRE_TOOL_USE, tool_name=call.name, tool_call_id=call.id,
-                               arguments=arguments)
-        if deny is None:
+        verdict = self.cycle.fire(HookEvent.PRE_TOOL_USE, tool_name=call.name, tool_call_id=call.id,
+                                  arguments=arguments)
+        if isinstance(verdict, Deny):
+            return PermissionDeniedError(f'tool "{call.name}" was denied: {verdict.reason}', call.name)
+        if isinstance(verdict, Approve):
             return None
-        return PermissionDeniedError(f'tool "{call.name}" was denied: {deny.reason}', call.name)
+        if not isinstance(verdict, Defer) and not getattr(self.registry.get(call.name), "requires_approval", False):
+            return None
+        if self.pausable:
+            return _WAIT
+        return PermissionDeniedError(
+            f'tool "{call.name}" needs a human\'s approval and was not run: this tool loop cannot pause to ask '
+            "(run the call in an AgentSession turn, or approve it with a PRE_TOOL_USE hook returning Approve())",
+            call.name,
+        )
+
+    @staticmethod
+    def _decided(call: ToolUseBlock, decision: Decision) -> Optional[ToolError]:
+        """Return the refusal a human's decision means, or None for Approve."""
+        if isinstance(decision, Deny):
+            return PermissionDeniedError(f'tool "{call.name}" was denied: {decision.reason}', call.name)
+        return None
 
     def _finish(self, call: ToolUseBlock, invocation: ToolInvocation, *, reached_registry: bool,
                 already_emitted: bool = False) -> ToolInvocation:

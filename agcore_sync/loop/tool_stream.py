@@ -25,20 +25,28 @@ The turn ends exactly once, in the first thread that sees the stream end
 the thread calling ``close()`` when no thread iterates, or the finaliser):
 ``new_messages`` and ``final_response`` are set and the cycle's history
 gets the user message and every complete round.
+
+A pausable stream (a session's) may instead end paused, its last event an
+``ApprovalRequired``: the worker has exited, nothing waits, and
+``pending_approvals`` lists the calls; the cycle's history is not touched
+(the turn's messages join it when the resumed turn ends).
 """
 
 from __future__ import annotations
 
 import collections
 import contextvars
+import functools
 import itertools
 import threading
-from typing import Any, Deque, Iterator, Optional, Tuple
+from typing import Any, Callable, Deque, Iterator, Mapping, Optional, Tuple
 
 from agcore_sync import _instrument
-from agcore_sync.llm.events import Error, StreamEvent
+from agcore_sync.hooks import Decision
+from agcore_sync.llm.events import Error, StreamEvent, ToolApprovalRequest
 from agcore_sync.llm.types import Message, MessageResponse
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import Cancelled, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
@@ -151,16 +159,15 @@ class _Worker:
     collected (and closed) while the worker runs.
     """
 
-    def __init__(self, loop: ToolLoop, prompt: str, channel: _Channel, cancel: threading.Event) -> None:
-        self.loop = loop
-        self.prompt = prompt
+    def __init__(self, start: Callable[[], Any], channel: _Channel, cancel: threading.Event) -> None:
+        self.start = start
         self.channel = channel
         self.cancel = cancel
 
     def run(self) -> None:
         put = self.channel.put
         try:
-            self.loop.run(self.prompt)
+            self.start()
         except Cancelled:
             pass
         except BaseException as exc:  # noqa: BLE001 - delivered as a value, never lost
@@ -180,22 +187,42 @@ class ToolLoopStream:
     ``Error``. Use it as a context manager, or call :meth:`close`, to stop
     the work early.
 
+    Args:
+        cycle: the conversation (history, requests, hooks, provider).
+        registry: the tools.
+        prompt: the user message (None when ``resume`` is given).
+        max_buffered_events: bounds the event queue (None: unbounded).
+        pausable: the turn may pause for approval (a session's stream).
+        resume: ``(paused, decisions)``: continue a paused turn instead of
+            starting one (see :meth:`ToolLoop.resume
+            <agcore_sync.loop.tool_loop.ToolLoop.resume>`).
+
     Attributes:
         new_messages: the messages the turn added (user message first), a
-            tuple; ``()`` until the stream has ended.
+            tuple; ``()`` until the stream has ended, and while the turn is
+            paused.
         final_response: the last ``MessageResponse`` received, or None.
         error: the exception of the final ``Error`` event, or None.
+        pending_approvals: the calls that wait when the stream ended paused
+            (its last event ``ApprovalRequired``), else ``()``.
     """
 
-    def __init__(self, cycle: Conversation, registry: ToolRegistry, prompt: str, *,
-                 max_buffered_events: Optional[int] = None) -> None:
+    def __init__(self, cycle: Conversation, registry: ToolRegistry, prompt: Optional[str], *,
+                 max_buffered_events: Optional[int] = None, pausable: bool = False,
+                 resume: Optional[Tuple[PausedTurn, Mapping[str, Decision]]] = None) -> None:
         if max_buffered_events is not None and max_buffered_events < 1:
             raise ValueError(f"max_buffered_events must be None or at least 1, got {max_buffered_events}")
         self._cycle = cycle
         self._cancel = threading.Event()
         self._channel = _Channel(max_buffered_events or 0, self._cancel)
-        self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel)
-        worker = _Worker(self._loop, prompt, self._channel, self._cancel)
+        self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel, pausable=pausable)
+        if resume is not None:
+            start = functools.partial(self._loop.resume, *resume)
+        elif prompt is not None:
+            start = functools.partial(self._loop.run, prompt)
+        else:
+            raise TypeError("ToolLoopStream needs a prompt, or a paused turn to resume")
+        worker = _Worker(start, self._channel, self._cancel)
         # Held for the whole end, so a thread that finds the stream ending
         # (a consumer's next(), a close()) returns only once it has ended;
         # reentrant for a hook that closes the stream while the turn ends.
@@ -208,6 +235,7 @@ class ToolLoopStream:
         self.error: Optional[BaseException] = None
         # A session turn open here (its span, if traced) learns of an early close.
         self._turn = _instrument.current_turn()
+        self.pending_approvals: Tuple[ToolApprovalRequest, ...] = ()
         # The whole loop runs in a copy of the creator's contextvars context.
         context = contextvars.copy_context()
         self._thread = threading.Thread(target=context.run, args=(worker.run,),
@@ -266,9 +294,12 @@ class ToolLoopStream:
                 if self._thread.is_alive():
                     logger.debug("%s still finishing its running step after close", self._thread.name)
                 record = self._loop.record()
-                self.new_messages = record.new_messages
                 self.final_response = record.final_response
-                self._cycle.extend_messages(record.new_messages)
+                if record.paused is None:
+                    self.new_messages = record.new_messages
+                    self._cycle.extend_messages(record.new_messages)
+                else:
+                    self.pending_approvals = record.paused.requests
                 self._on_end(record)
             finally:
                 self._ended = True

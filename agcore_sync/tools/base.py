@@ -17,13 +17,20 @@ class BaseTool(abc.ABC):
     Schema for an object) as attributes or properties, and :meth:`execute`.
     ``required_permissions`` lists the permissions the tool needs; a
     :class:`~agcore_sync.tools.permission.PermissionChecker` must allow each
-    before the tool runs.
+    before the tool runs. ``requires_approval`` (default False) makes every
+    call of the tool wait for a human's decision: a session's turn pauses
+    (see :attr:`AgentSession.pending_approvals
+    <agcore_sync.agent.session.AgentSession.pending_approvals>`), and the
+    ``LlmCycle`` loops, which cannot pause, answer the call with a
+    ``PermissionDeniedError`` result.
     """
 
     name: str
     description: str = ""
     parameters: Dict[str, Any] = {"type": "object", "properties": {}}
     required_permissions: Sequence[Any] = ()
+    #: True: a human approves each call before it runs (see the class docstring).
+    requires_approval: bool = False
 
     @abc.abstractmethod
     def execute(self, args: Dict[str, Any]) -> Any:

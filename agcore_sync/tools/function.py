@@ -74,6 +74,8 @@ class FunctionTool(BaseTool):
             ``required_permissions`` as a tuple of Permission.
         localns: extra names for resolving string annotations; :func:`tool`
             passes its caller's locals, so classes local to a function work.
+        requires_approval: every call waits for a human's decision (see
+            :class:`~agcore_sync.tools.base.BaseTool`).
 
     Raises:
         TypeError: a parameter is ``*args``/``**kwargs``, has no annotation,
@@ -92,6 +94,7 @@ class FunctionTool(BaseTool):
         description: Optional[str] = None,
         permissions: Union[Permission, str, Iterable[Union[Permission, str]]] = (),
         localns: Optional[Mapping[str, Any]] = None,
+        requires_approval: bool = False,
     ) -> None:
         qualname = getattr(func, "__qualname__", repr(func))
         self.name = name if name is not None else getattr(func, "__name__", "")
@@ -107,6 +110,9 @@ class FunctionTool(BaseTool):
         if isinstance(permissions, str) or not isinstance(permissions, collections.abc.Iterable):
             permissions = (permissions,)
         self.required_permissions: Tuple[Permission, ...] = tuple(Permission.of(p) for p in permissions)
+        if not isinstance(requires_approval, bool):
+            raise TypeError(f"@tool requires_approval must be True or False, not {requires_approval!r} ({qualname})")
+        self.requires_approval = requires_approval
         #: The wrapped function.
         self.func = func
         # Look like the function to introspection (help(), inspect.signature, logging).
@@ -205,6 +211,7 @@ def tool(
     name: Optional[str] = None,
     description: Optional[str] = None,
     permissions: Union[Permission, str, Iterable[Union[Permission, str]]] = (),
+    requires_approval: bool = False,
 ) -> Callable[[_F], FunctionTool]: ...
 
 
@@ -214,11 +221,12 @@ def tool(
     name: Optional[str] = None,
     description: Optional[str] = None,
     permissions: Union[Permission, str, Iterable[Union[Permission, str]]] = (),
+    requires_approval: bool = False,
 ) -> Any:
     """Turn a function into a :class:`FunctionTool`; use bare or with arguments.
 
-    ``@tool`` and ``@tool(name=..., description=..., permissions=(...))``
-    both work. Annotations are resolved with the caller's locals too, so
+    ``@tool`` and ``@tool(name=..., description=..., permissions=(...),
+    requires_approval=True)`` both work. Annotations are resolved with the caller's locals too, so
     ``from __future__ import annotations`` and classes defined in the same
     function are fine.
 
@@ -227,6 +235,9 @@ def tool(
         name: the tool's name; the function's name by default.
         description: the tool's description; the docstring summary by default.
         permissions: the permissions the tool needs.
+        requires_approval: every call waits for a human's decision: a
+            session's turn pauses until :meth:`AgentSession.resume_turn
+            <agcore_sync.agent.session.AgentSession.resume_turn>`.
 
     Returns:
         The tool, or (with arguments) a decorator that makes it.
@@ -239,6 +250,7 @@ def tool(
     del caller  # keep no frame alive
 
     def decorate(inner: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(inner, name=name, description=description, permissions=permissions, localns=localns)
+        return FunctionTool(inner, name=name, description=description, permissions=permissions, localns=localns,
+                            requires_approval=requires_approval)
 
     return decorate if func is None else decorate(func)

@@ -1,17 +1,35 @@
-"""Human approval: a PRE_TOOL_USE hook asks before a tool runs, and may deny it.
+"""Human approval in a web app: the turn pauses, and a second request approves it.
 
-The hook runs in the thread running the loop, just before the registry
-runs the call. Returning ``Deny(reason)`` stops that call: the tool never
-runs and the model gets an error result carrying the reason, so it can
-answer accordingly. Returning None lets the call go ahead.
+A tool declared with ``requires_approval=True`` never runs until a human
+says so. When the model calls it, the round's other calls run, then the
+turn pauses: the stream ends with ``ApprovalRequired``, no thread waits, and
+the paused turn is part of ``session.to_dict()``. A later request, in any
+process, loads the session and calls ``resume_turn_stream(decisions)``:
+approved calls run once, denied ones reach the model as errors with the
+reason, and the turn goes on.
+
+The two functions below are the bodies of two web requests; a dict stands
+in for the database, a scripted provider for the model.
 """
 
-from agcore_sync import AgentSession, Deny, HookEvent, Hooks, MockProvider, ToolRegistry, tool
+import json
+
+from agcore_sync import (
+    AgentSession,
+    ApprovalRequired,
+    Approve,
+    Deny,
+    MockProvider,
+    TextDelta,
+    ToolExecutionCompleted,
+    ToolRegistry,
+    tool,
+)
 
 sent = []
 
 
-@tool
+@tool(requires_approval=True)
 def send_email(to: str, subject: str) -> str:
     """Send an email.
 
@@ -23,41 +41,54 @@ def send_email(to: str, subject: str) -> str:
     return f"sent to {to}"
 
 
-NEEDS_APPROVAL = {"send_email"}
-SCRIPTED_ANSWERS = ["y", "n"]  # a scripted human, so that this example runs unattended
+@tool
+def find_address(name: str) -> str:
+    """Look up a colleague's email address."""
+    return f"{name.lower()}@example.com"
 
 
-def ask(question: str) -> str:
-    """Ask the human; in a terminal this is ``input(question)``."""
-    answer = SCRIPTED_ANSWERS.pop(0)
-    print(question + answer)
-    return answer
-
-
-def approve(ctx):
-    if ctx.tool_name not in NEEDS_APPROVAL:
-        return None
-    if ask(f"Allow {ctx.tool_name}({ctx.arguments})? [y/N] ").strip().lower() == "y":
-        return None
-    return Deny("the user declined this email")
-
-
-hooks = Hooks()
-hooks.on(HookEvent.PRE_TOOL_USE, approve)
-
+DATABASE = {}  # session id -> the session's JSON
 provider = MockProvider([
-    MockProvider.tool_calls(("send_email", {"to": "ada@example.com", "subject": "Lunch?"}),
+    MockProvider.tool_calls(("find_address", {"name": "Ada"}),
+                            ("send_email", {"to": "ada@example.com", "subject": "Lunch?"}),
                             ("send_email", {"to": "everyone@example.com", "subject": "Lunch?"})),
-    MockProvider.text("I emailed Ada; you declined the email to everyone."),
+    MockProvider.text("I emailed Ada; the email to everyone was declined."),
 ])
-with ToolRegistry() as registry:
-    registry.register(send_email)
-    session = AgentSession(provider, registry=registry, hooks=hooks)
-    answer = session.submit_turn("Invite Ada, and everyone, to lunch.")
+registry = ToolRegistry()
+registry.register_all([send_email, find_address])
 
-print(answer.message.text)
-for message in session.messages():
-    for block in message.content:
-        if block.type == "tool_result":
-            print(f"  tool result for {block.tool_use_id}: {block.content!r} (is_error={block.is_error})")
+
+def post_message(session_id, text):
+    """Request 1: start the turn, stream it, save the session; return what needs approval."""
+    session = AgentSession(provider, registry=registry)
+    pending = []
+    for event in session.submit_turn_stream(text):
+        if isinstance(event, ToolExecutionCompleted):
+            print(f"  ran {event.tool_name}: {event.result_summary}")
+        elif isinstance(event, ApprovalRequired):
+            pending = [(r.tool_call_id, r.tool_name, r.arguments) for r in event.requests]
+    DATABASE[session_id] = json.dumps(session.to_dict())
+    return pending
+
+
+def post_decisions(session_id, answers):
+    """Request 2, maybe on another worker: load the session and go on with the human's answers."""
+    session = AgentSession.from_dict(json.loads(DATABASE[session_id]), provider=provider, registry=registry)
+    decisions = {call_id: Approve() if ok else Deny("the user declined this email") for call_id, ok in answers.items()}
+    for event in session.resume_turn_stream(decisions):
+        if isinstance(event, TextDelta):
+            print(event.text, end="", flush=True)
+    print()
+    DATABASE[session_id] = json.dumps(session.to_dict())
+    return session
+
+
+pending = post_message("s-1", "Invite Ada, and everyone, to lunch.")
+for _, name, arguments in pending:
+    print(f"approve {name}({arguments})?")
+answers = {call_id: arguments["to"] == "ada@example.com" for call_id, _, arguments in pending}  # the human
+session = post_decisions("s-1", answers)
+
 assert sent == ["ada@example.com"]
+assert session.turn_index == 1 and session.pending_approvals == ()
+registry.close()

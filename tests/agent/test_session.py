@@ -354,7 +354,7 @@ def test_a_session_survives_json_and_resumes_where_it_stopped(registry):
     session.submit_turn("2 + 3?")
     session.create_slot("notes", readonly=True, messages=[Message.user("remember 5")])
     data = json.loads(json.dumps(session.to_dict()))
-    assert data["format_version"] == 1
+    assert data["format_version"] == 2
 
     hooks, fired = recording_hooks(HookEvent.ON_TURN_START)
     later = MockProvider([MockProvider.text("still 5", usage=Usage(1, 1))])
@@ -375,7 +375,7 @@ def test_a_session_survives_json_and_resumes_where_it_stopped(registry):
         resumed.submit_turn("write here")
 
 
-@pytest.mark.parametrize("version", [2, None, "1"])
+@pytest.mark.parametrize("version", [3, None, "1"])
 def test_loading_an_unknown_or_missing_format_version_is_an_agent_error(registry, version):
     data = AgentSession(MockProvider([]), CycleConfig(), registry).to_dict()
     if version is None:

@@ -109,7 +109,7 @@ def test_a_chat_on_a_local_server_survives_ctrl_c_during_a_tool_and_keeps_cost_a
                             {"role": "user", "content": "what is 6 times 7?"}]
     assert {"role": "tool", "tool_call_id": "call_m", "content": "42"} in restored
     assert restored[-1] == {"role": "user", "content": "are you still there?"}
-    assert json.loads(saved.read_text())["format_version"] == 1
+    assert json.loads(saved.read_text())["format_version"] == 2
 
 
 def test_ctrl_c_during_a_demo_tool_cancels_the_turn_and_the_next_turn_works(children):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import runpy
 from pathlib import Path
 
 import pytest
+
+from tests.support.redis_server import SKIP_REASON, RedisServer, redis_server_path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 # Modules that define an app for a server rather than run as scripts; tested elsewhere.
@@ -15,13 +18,21 @@ NEEDS = {
     "mcp_stdio.py": "mcp",  # they start tests/mcp_servers/sdk_server.py (the MCP Python SDK, Python >= 3.10)
     "mcp_http.py": "mcp",
     "observability.py": "opentelemetry.sdk",  # the otel extra and the SDK (both test dependencies)
+    "background_turn.py": "redis",
 }
+# Scripts that need a Redis server: the test starts one on a free port and passes it as REDIS_URL.
+NEEDS_REDIS_SERVER = {"background_turn.py"}
 
 
 @pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.glob("*.py") if p.name not in NOT_SCRIPTS),
                          ids=lambda p: p.name)
-def test_the_example_runs(path, capsys):
+def test_the_example_runs(path, capsys, monkeypatch):
     if path.name in NEEDS:
         pytest.importorskip(NEEDS[path.name], reason=f"{path.name} needs the `{NEEDS[path.name]}` package")
-    runpy.run_path(str(path), run_name="__main__")
+    with contextlib.ExitStack() as stack:
+        if path.name in NEEDS_REDIS_SERVER:
+            if redis_server_path() is None:
+                pytest.skip(SKIP_REASON)
+            monkeypatch.setenv("REDIS_URL", stack.enter_context(RedisServer()).url)
+        runpy.run_path(str(path), run_name="__main__")
     assert capsys.readouterr().out.strip()

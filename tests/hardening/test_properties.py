@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from agcore_sync._http.sse import SseEvent
 from agcore_sync.llm.events import (
+    ApprovalRequired,
     ContentBlockEnd,
     ContentBlockStart,
     CostUpdate,
@@ -37,6 +38,7 @@ from agcore_sync.llm.events import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    ToolApprovalRequest,
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolExecutionCompleted,
@@ -318,7 +320,7 @@ requests_ = st.builds(
     tools=st.lists(tool_defs, max_size=3),
     tool_choice=tool_choices,
     max_tokens=st.none() | st.integers(1, 10**6),
-    temperature=st.none() | finite_floats,
+    temperature=st.none() | st.floats(0, 2, allow_nan=False),
     stop=st.none() | st.lists(st.text(max_size=5), max_size=3),
 )
 responses_ = st.builds(
@@ -336,13 +338,13 @@ cycle_configs = st.builds(
     CycleConfig,
     model=st.none() | st.text(max_size=10),
     max_tokens=st.none() | st.integers(1, 10**6),
-    temperature=st.none() | finite_floats,
+    temperature=st.none() | st.floats(0, 2, allow_nan=False),
     max_turns=st.none() | st.integers(1, 100),
     retry=st.none() | retry_configs,
     max_tool_turns=st.none() | st.integers(1, 100),
-    tool_timeout_secs=st.none() | st.floats(0, 1000, allow_nan=False),
-    max_tool_result_bytes=st.none() | st.integers(0, 10**7),
-    max_repeated_tool_calls=st.none() | st.integers(0, 10),
+    tool_timeout_secs=st.none() | st.floats(0.001, 1000, allow_nan=False),
+    max_tool_result_bytes=st.none() | st.integers(1, 10**7),
+    max_repeated_tool_calls=st.none() | st.integers(1, 10),
 )
 
 opt_text = st.none() | st.text(max_size=15)
@@ -360,6 +362,10 @@ events = st.one_of(
     st.builds(ToolExecutionStarted, short_ids, short_ids, st.text(max_size=30)),
     st.builds(ToolExecutionCompleted, short_ids, short_ids, st.text(max_size=200), st.booleans(), finite_floats),
     st.builds(Error, st.text(max_size=30), st.none() | st.builds(ValueError, st.text(max_size=10))),
+    st.builds(ApprovalRequired, st.lists(st.builds(
+        ToolApprovalRequest, short_ids, short_ids,
+        st.dictionaries(st.text(max_size=8), st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+                        max_size=3)), max_size=3)),
 )
 
 

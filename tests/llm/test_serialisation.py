@@ -11,6 +11,7 @@ from agcore_sync.llm import events as events_module
 from agcore_sync.llm import media as media_module
 from agcore_sync.llm import types as types_module
 from agcore_sync.llm.events import (
+    ApprovalRequired,
     ContentBlockEnd,
     ContentBlockStart,
     CostUpdate,
@@ -20,6 +21,7 @@ from agcore_sync.llm.events import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    ToolApprovalRequest,
     ToolCallArgumentsDelta,
     ToolCallEnd,
     ToolExecutionCompleted,
@@ -80,6 +82,9 @@ SAMPLES = {
     ToolExecutionStarted: ToolExecutionStarted("add", "call_1", '{"a": 1}'),
     ToolExecutionCompleted: ToolExecutionCompleted("add", "call_1", "3", False, 0.01),
     Error: Error("boom"),
+    ToolApprovalRequest: ToolApprovalRequest("call_1", "send_email", {"to": "ada@example.com", "cc": ["é"]}),
+    ApprovalRequired: ApprovalRequired((ToolApprovalRequest("call_1", "send_email", {"to": "ada@example.com"}),
+                                        ToolApprovalRequest("call_2", "delete", {}))),
     RetryConfig: RetryConfig(max_retries=5, jitter=False),
     CycleConfig: CycleConfig("m", max_tokens=10, retry=RetryConfig(max_retries=1)),
 }

@@ -222,3 +222,25 @@ def test_usage_limit_exceeded_is_an_agcore_error_that_pickles():
     assert isinstance(exc, AgcoreError)
     again = pickle.loads(pickle.dumps(exc))
     assert (again.limit, again.value, again.usage, again.scope) == ("max_requests", 1, RunUsage(requests=1), "session")
+
+
+def test_a_paused_turn_keeps_counting_after_it_is_resumed():
+    from agcore_sync.hooks import Approve
+
+    @tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    with ToolRegistry() as registry:
+        registry.register(delete)
+        provider = MockProvider([MockProvider.tool_calls(("c1", "delete", {"path": "a"})),
+                                 MockProvider.tool_calls(("c2", "delete", {"path": "b"}))])
+        config = CycleConfig(usage_limits=UsageLimits(max_tool_calls=1))
+        session = AgentSession(provider, config, registry=registry)
+        session.submit_turn("delete a and b")
+        with pytest.raises(UsageLimitExceeded) as caught:
+            session.resume_turn({"c1": Approve()})
+    # The call counted before the pause still counts: the second one is over the turn's limit.
+    assert (caught.value.limit, caught.value.usage.tool_calls, caught.value.usage.requests) == ("max_tool_calls", 1, 2)
+    assert session.usage.tool_calls == 1 and session.turn_index == 1

@@ -275,3 +275,28 @@ def test_uninstrument_stops_new_spans(otel):
     assert not telemetry.is_instrumented()
     AgentSession(MockProvider([MockProvider.text("hi")])).submit_turn("hello")
     assert otel.spans() == []
+
+
+def test_a_paused_turn_ends_its_span_at_the_pause_and_its_resumption_gets_its_own(otel):
+    from agcore_sync.hooks import Approve
+
+    @tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    with ToolRegistry() as registry:
+        registry.register(delete)
+        provider = MockProvider([MockProvider.tool_calls(("c1", "delete", {"path": "a.txt"}), usage=Usage(20, 10)),
+                                 MockProvider.text("done", usage=Usage(40, 5))])
+        session = AgentSession(provider, registry=registry)
+        session.submit_turn("delete a.txt")
+        assert [r.tool_call_id for r in session.pending_approvals] == ["c1"]
+        assert otel.tree() == "invoke_agent\n  chat mock-model"
+        assert otel.span("invoke_agent").status.status_code is StatusCode.UNSET
+        otel.exporter.clear()
+        assert session.resume_turn({"c1": Approve()}).message.text == "done"
+    assert otel.tree() == "invoke_agent\n  execute_tool delete\n  chat mock-model"
+    # The resumed span carries the whole turn's usage; the session counts it once.
+    assert otel.span("invoke_agent").attributes["gen_ai.usage.input_tokens"] == 60
+    assert (session.usage.requests, session.usage.tool_calls, session.usage.input_tokens) == (2, 1, 60)
