@@ -432,14 +432,20 @@ def current_turn() -> Optional[TurnScope]:
 
 
 @contextlib.contextmanager
-def loop_turn(cancelled: Any = ()) -> Iterator[Optional[TurnScope]]:
-    """Run a tool loop inside the current turn, or give it a turn id of its own.
+def loop_turn(cancelled: Any = (), turn: Optional[TurnScope] = None) -> Iterator[Optional[TurnScope]]:
+    """Run a tool loop inside its turn, or give it a turn id of its own.
 
-    Yields the current session turn (None for a loop outside a session,
-    which still gets an ``agcore_turn_id`` for its log records). A failure
-    escaping the block is recorded on the session turn; an exception of the
-    ``cancelled`` type(s) marks it cut short instead.
+    ``turn`` (a session's open turn) is made current for the block, in
+    whatever thread the loop runs; without one the loop joins the turn
+    current here, or gets a fresh ``agcore_turn_id`` for its log records (a
+    loop outside a session). A failure escaping the block is recorded on the
+    turn; an exception of the ``cancelled`` type(s) marks it cut short.
     """
+    if turn is not None and _turn.get() is not turn:
+        with turn.activate():
+            with loop_turn(cancelled) as same:
+                yield same
+        return
     turn = _turn.get()
     token = _turn_id.set(_new_id()) if turn is None else None
     try:

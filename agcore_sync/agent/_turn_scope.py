@@ -1,10 +1,12 @@
-"""The open turn's log id and ``invoke_agent`` span, as a session holds them.
+"""The open turn of a session: what its cycle needs to know, its log id and its span.
 
-A session opens one :class:`TurnScope` per run of a turn (a submit, or a
-resume of a paused turn: a pause ends the span, since the turn may resume
-in another process), makes it current around the work it starts (the
-worker threads copy that context) and closes it when the turn ends or
-pauses, whichever thread that happens in.
+A session opens one per run of a turn (a submit, or a resume of a paused
+turn: a pause ends the span, since the turn may resume in another process).
+Opening points the cycle at the turn (index, prices, the session's usage
+limits and what earlier turns used) and hands it the turn's
+:class:`~agcore_sync._instrument.TurnScope`, which the tool loop makes
+current wherever it runs (the caller's thread or a stream's worker).
+Closing ends the span, in whichever thread the turn ends.
 """
 
 from __future__ import annotations
@@ -14,29 +16,39 @@ from typing import Any, Optional
 
 from agcore_sync import _instrument
 
-__all__ = ["TurnScope"]
+__all__ = ["OpenTurn"]
 
 
-class TurnScope:
-    """Holds the open turn of one session (or none)."""
+class OpenTurn:
+    """The open turn of one session (or none); owned by the session.
 
-    __slots__ = ("_turn",)
+    Args:
+        cycle: the session's cycle, which the tool loops read.
+    """
 
-    def __init__(self) -> None:
-        self._turn: Optional[_instrument.TurnScope] = None
+    __slots__ = ("_cycle", "_scope")
+
+    def __init__(self, cycle: Any) -> None:
+        self._cycle = cycle
+        self._scope: Optional[_instrument.TurnScope] = None
 
     def open(self, session: Any) -> None:
-        """Start a turn: a new log id, and a span when telemetry is on."""
-        self._turn = _instrument.begin_turn(session)
+        """Start a turn of ``session``: set up its cycle, a new log id, a span when telemetry is on."""
+        cycle = self._cycle
+        cycle.turn_index = session.turn_index
+        cycle.pricing = session.pricing
+        cycle.session_limits = None if session.usage_limits is None else (session.usage_limits, session.usage)
+        self._scope = cycle.turn_scope = _instrument.begin_turn(session)
 
     def current(self) -> Any:
         """Return a context manager that makes the open turn current (a no-op without one)."""
-        return self._turn.activate() if self._turn is not None else contextlib.nullcontext()
+        return self._scope.activate() if self._scope is not None else contextlib.nullcontext()
 
     def close(self, record: Any = None, error: Optional[BaseException] = None) -> None:
         """End the open turn's span, with ``record``'s usage or ``error``; once."""
-        turn, self._turn = self._turn, None
-        if turn is not None:
+        scope, self._scope = self._scope, None
+        self._cycle.turn_scope = None
+        if scope is not None:
             if error is not None:
-                turn.fail(error)
-            turn.end(record)
+                scope.fail(error)
+            scope.end(record)

@@ -36,7 +36,9 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from agcore_sync import _check, _instrument
-from agcore_sync.agent._turn_scope import TurnScope
+from agcore_sync.agent._ended_turns import EndedTurns
+from agcore_sync.agent._format import FORMAT_VERSION, check_document
+from agcore_sync.agent._turn_scope import OpenTurn
 from agcore_sync.agent.approval import cancelled_record, check_decisions
 from agcore_sync.agent.errors import (
     AgentError,
@@ -66,10 +68,6 @@ __all__ = ["AgentSession", "FORMAT_VERSION"]
 
 logger = _instrument.get_logger("agcore_sync.session")
 
-#: The ``format_version`` written by :meth:`AgentSession.to_dict` (2 added
-#: ``paused_turn``; version 1 still loads).
-FORMAT_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
 
 
 class AgentSession:
@@ -84,18 +82,13 @@ class AgentSession:
         compact: a :class:`~agcore_sync.agent.compact.CompactConfig`, applied
             before every provider call.
         pricing: prices for :attr:`cost_usd` (None: the built-in table).
-        usage_limits: a :class:`~agcore_sync.loop.limits.UsageLimits` budget
-            for the sum of all turns (None: no limit); a turn that hits it
-            ends with :class:`~agcore_sync.loop.limits.UsageLimitExceeded`.
+        usage_limits: a :class:`~agcore_sync.UsageLimits` for all turns together (None: none; 0.2).
 
     Attributes:
         cost_so_far: a :class:`Usage` summed over every provider response of
             every turn, tool rounds included.
-        usage: a :class:`~agcore_sync.loop.limits.RunUsage` summed over every
-            ended turn: what ``usage_limits`` count.
+        usage: a :class:`~agcore_sync.RunUsage`, what the ended turns used (0.2).
         turn_index: how many turns have ended; every hook of a turn sees it.
-
-    .. versionchanged:: 0.2 ``usage_limits`` and ``usage``.
     """
 
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None,
@@ -111,7 +104,7 @@ class AgentSession:
         self.pricing = pricing
         self.usage_limits = usage_limits
         self.usage = RunUsage()
-        self._turn = TurnScope()  # the open turn's log id and span
+        self._turn = OpenTurn(self._cycle)
         self.cost_so_far = Usage()
         self._cost: Optional[float] = 0.0
         self.turn_index = 0
@@ -122,12 +115,8 @@ class AgentSession:
         self._paused: Optional[PausedTurn] = None
         # The open streamed turn's stream (weak: a dropped stream ends its turn).
         self._stream: Optional[weakref.ref] = None
-        # What finalize_turn() recognises as an ended turn: the final response
-        # of every ended turn by identity (weak: the session does not keep them
-        # alive), and every response of the last ended turn, by equality (a
-        # seed-style caller may pass a copy, e.g. one rebuilt from events).
-        self._ended_responses: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-        self._last_turn_responses: Tuple[MessageResponse, ...] = ()
+        # What finalize_turn() recognises as an ended turn.
+        self._ended = EndedTurns()
 
     def __repr__(self) -> str:
         return (f"AgentSession(provider={self.provider!r}, turn_index={self.turn_index}, "
@@ -212,21 +201,13 @@ class AgentSession:
                 raise AgentError("a turn is already open: exhaust or close its stream first")
             self._turn_open = True
         self._cycle.use_history(slot.messages)  # the loops read and extend the current slot
-        self._open_turn()
+        self._turn.open(self)
         try:
-            with self._turn.current():
-                self._cycle.fire(HookEvent.ON_TURN_START)
+            self._cycle.fire(HookEvent.ON_TURN_START)
         except BaseException as exc:
             self._turn_open = False
             self._turn.close(error=exc)
             raise
-
-    def _open_turn(self) -> None:
-        """Point the cycle at this turn (index, prices, session limits) and start its id and span."""
-        self._cycle.turn_index = self.turn_index
-        self._cycle.pricing = self.pricing
-        self._cycle.session_limits = None if self.usage_limits is None else (self.usage_limits, self.usage)
-        self._turn.open(self)
 
     def _end_turn(self, record: TurnRecord, *, append_messages: bool) -> None:
         """Count usage, keep messages, fire ON_TURN_END, advance the index; or keep a paused turn."""
@@ -245,11 +226,8 @@ class AgentSession:
                 self._cost = None if price is None or self._cost is None else self._cost + price.cost(usage)
             if append_messages:
                 self._cycle.extend_messages(record.new_messages)
-            if record.final_response is not None:
-                self._ended_responses[id(record.final_response)] = record.final_response
-            self._last_turn_responses = record.responses
-            with self._turn.current():
-                self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
+            self._ended.ended(record.final_response, record.responses)
+            self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
         finally:
             self._turn.close(record)
             self.turn_index += 1
@@ -276,8 +254,7 @@ class AgentSession:
         self._start_turn()
         loop = ToolLoop(self._cycle, self.registry, pausable=True)
         try:
-            with self._turn.current():
-                return loop.run(user_input)
+            return loop.run(user_input)
         finally:
             self._end_turn(loop.record(), append_messages=True)
 
@@ -293,10 +270,8 @@ class AgentSession:
         """
         self._start_turn()
         try:
-            # The worker copies this context: the turn is current in it.
-            with self._turn.current():
-                stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
-                                    max_buffered_events=max_buffered_events)
+            stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
+                                max_buffered_events=max_buffered_events)
         except BaseException as exc:
             self._turn_open = False
             self._turn.close(error=exc)
@@ -320,7 +295,7 @@ class AgentSession:
             self._turn_open = True
         self._paused = None
         self._cycle.use_history(slot.messages)
-        self._open_turn()
+        self._turn.open(self)
         return paused, checked
 
     def resume_turn(self, decisions: Mapping[str, Decision]) -> MessageResponse:
@@ -345,8 +320,7 @@ class AgentSession:
         paused, checked = self._take_paused(decisions)
         loop = ToolLoop(self._cycle, self.registry, pausable=True)
         try:
-            with self._turn.current():
-                return loop.resume(paused, checked)
+            return loop.resume(paused, checked)
         finally:
             self._end_turn(loop.record(), append_messages=True)
 
@@ -366,9 +340,8 @@ class AgentSession:
         """
         paused, checked = self._take_paused(decisions)
         try:
-            with self._turn.current():
-                stream = TurnStream(self._cycle, self.registry, None, end_turn=self._end_streamed_turn,
-                                    max_buffered_events=max_buffered_events, resume=(paused, checked))
+            stream = TurnStream(self._cycle, self.registry, None, end_turn=self._end_streamed_turn,
+                                max_buffered_events=max_buffered_events, resume=(paused, checked))
         except BaseException as exc:
             self._paused = paused
             self._turn_open = False
@@ -397,23 +370,14 @@ class AgentSession:
     def finalize_turn(self, response: MessageResponse, new_messages: Optional[Sequence[Message]] = None) -> None:
         """End the open streamed turn, or record a turn made by hand; never count a turn twice.
 
-        - While the turn that :meth:`submit_turn_stream` opened is still open,
-          its stream is closed, which ends the turn with every complete round
-          (streams end their turns by themselves; this only makes it happen
-          now). ``new_messages`` is not used then (the stream knows what the
-          turn did), and ``response`` counts as that turn's from then on.
-        - On a turn that has already ended (its stream was exhausted or
-          closed, or ``submit_turn`` returned) it does nothing: no usage
-          added, no messages appended, no ``ON_TURN_END``, ``turn_index``
-          unchanged, however often it is called. A turn is recognised by its
-          final response (the object itself, for any ended turn) or by any
-          response of the last ended turn (an equal copy will do), so the
-          seed's ``finalize_turn(response)`` after the loop is harmless.
-        - Otherwise it records a turn made outside the session, once: adds
-          ``response.usage``, appends ``new_messages`` (default
-          ``[response.message]``: the session never saw that turn's user
-          message) to the current slot, fires ``ON_TURN_END`` and advances
-          ``turn_index``. A turn running in another thread makes it do nothing.
+        - A streamed turn still open: its stream is closed, which ends the
+          turn with every complete round; ``new_messages`` is not used.
+        - A turn already ended (recognised by its final response, or an equal
+          copy of any response of the last turn): nothing happens, however
+          often it is called, so the seed's call after the loop is harmless.
+        - Otherwise a turn made outside the session is recorded once: its
+          usage, ``new_messages`` (default ``[response.message]``) into the
+          current slot, ``ON_TURN_END``, ``turn_index`` advanced.
 
         Raises:
             SlotReadonlyError: recording into a readonly slot.
@@ -422,10 +386,10 @@ class AgentSession:
         if stream is not None and not stream.closed:
             # The caller's response now names this turn too: a second call
             # with it (the seed's call after the loop) finds the turn ended.
-            self._ended_responses[id(response)] = response
+            self._ended.add_final(response)
             stream.close()
             return
-        if self._is_ended_turn(response):
+        if response in self._ended:
             return
         if self._paused is not None:
             if response is self._paused.final_response or response == self._paused.final_response:
@@ -443,11 +407,6 @@ class AgentSession:
         record = TurnRecord(new_messages=messages, usage_by_model=used, responses=[response], final_response=response,
                             usage=run_usage(1, 0, used, lambda usage, model: cost_usd(usage, model, self.pricing)))
         self._end_turn(record, append_messages=True)
-
-    def _is_ended_turn(self, response: MessageResponse) -> bool:
-        if self._ended_responses.get(id(response)) is response:
-            return True
-        return any(seen is response or seen == response for seen in self._last_turn_responses)
 
     def close(self) -> None:
         """Close the registry if the session created it."""
@@ -477,8 +436,7 @@ class AgentSession:
             "cost_usd": self._cost,
             "turn_index": self.turn_index,
             "paused_turn": None if self._paused is None else self._paused.to_dict(),
-            "usage": self.usage.to_dict(),
-            "usage_limits": None if self.usage_limits is None else self.usage_limits.to_dict(),
+            "usage": self.usage.to_dict(), "usage_limits": self.usage_limits and self.usage_limits.to_dict(),
         }
 
     @classmethod
@@ -492,20 +450,10 @@ class AgentSession:
             AgentError: ``data`` is not a saved session, or its
                 ``format_version`` is newer than this version reads.
         """
-        if not isinstance(data, Mapping) or "format_version" not in data:
-            kind = type(data).__name__ if not isinstance(data, Mapping) else "a dict without format_version"
-            raise AgentError(f"AgentSession.from_dict: {kind} is not a saved session; pass what "
-                             "session.to_dict() returned (after json.loads, if it was stored as JSON)")
-        version = data.get("format_version")
-        if version not in _READABLE_VERSIONS:
-            raise AgentError(f"cannot load a session of format_version {version!r}: this agcore_sync "
-                             f"reads version {FORMAT_VERSION}; upgrade agcore_sync to load it")
-        limits = data.get("usage_limits")
+        check_document(data)
         session = cls(provider, CycleConfig.from_dict(data["config"]), registry, data.get("system_prompt"),
-                      hooks, compact, pricing=pricing,
-                      usage_limits=None if limits is None else UsageLimits.from_dict(limits))
-        if data.get("usage") is not None:
-            session.usage = RunUsage.from_dict(data["usage"])
+                      hooks, compact, pricing=pricing, usage_limits=UsageLimits.read(data.get("usage_limits")))
+        session.usage = RunUsage.from_dict(data.get("usage") or {})
         session._slots = SlotStore.from_dict(data["slots"])
         session.cost_so_far = Usage.from_dict(data["cost_so_far"])
         session._cost = data.get("cost_usd", 0.0)

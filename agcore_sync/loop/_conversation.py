@@ -60,6 +60,7 @@ def check_parts(owner: str, provider: Any, config: Any, hooks: Any) -> None:
     _check.optional_instance(owner, "config", config, CycleConfig, "a CycleConfig")
     _check.optional_instance(owner, "hooks", hooks, Hooks, "a Hooks")
 
+
 class Conversation:
     """A conversation with one provider: history, requests, retries, hooks.
 
@@ -91,6 +92,8 @@ class Conversation:
         self.session_limits: Optional[Tuple[Any, Any]] = None
         #: Prices for usage limits on cost (None: the provider's, else the built-in table).
         self.pricing: Any = None
+        #: A session's open turn (an ``_instrument.TurnScope``), made current by the tool loops.
+        self.turn_scope: Any = None
         self._history: List[Message] = []
 
     # -- history --------------------------------------------------------------

@@ -69,6 +69,11 @@ class UsageLimits:
         """Build limits from ``to_dict()`` output."""
         return cls(**data)
 
+    @classmethod
+    def read(cls, data: Optional[Dict[str, Any]]) -> Optional[UsageLimits]:
+        """Return :meth:`from_dict` of ``data``, or None for None (saved "no limits")."""
+        return None if data is None else cls.from_dict(data)
+
 
 @attrs.frozen(kw_only=True)
 class RunUsage:

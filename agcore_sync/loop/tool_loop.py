@@ -66,15 +66,22 @@ _WAIT = object()
 def cut_utf8(text: str, max_bytes: Optional[int]) -> str:
     """Return ``text`` cut to ``max_bytes`` of UTF-8 on a character boundary.
 
-    A cut text ends with a marker saying how many bytes were cut.
+    A cut text ends with a marker saying how many bytes were cut. ASCII text
+    (``str.isascii()`` is a flag lookup) is cut without copying more than
+    the part kept.
     """
-    if max_bytes is None:
+    if max_bytes is None or len(text) * 4 <= max_bytes:  # a character is at most 4 bytes
         return text
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text
-    head = data[:max_bytes].decode("utf-8", "ignore")
-    cut = len(data) - len(head.encode("utf-8", "surrogatepass"))
+    if text.isascii():
+        if len(text) <= max_bytes:
+            return text
+        head, cut = text[:max_bytes], len(text) - max_bytes
+    else:
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= max_bytes:
+            return text
+        head = data[:max_bytes].decode("utf-8", "ignore")
+        cut = len(data) - len(head.encode("utf-8", "surrogatepass"))
     return f"{head}\n[... {cut} bytes cut: the result was longer than {max_bytes} bytes]"
 
 
@@ -222,7 +229,7 @@ class ToolLoop:
             UsageLimitExceeded: a usage limit (of the turn or the session) was hit.
         """
         self.new_messages = [Message.user(prompt)]
-        with _instrument.loop_turn(Cancelled):
+        with _instrument.loop_turn(Cancelled, getattr(self.cycle, "turn_scope", None)):
             return self._rounds()
 
     def resume(self, paused: PausedTurn, decisions: Mapping[str, Decision]) -> MessageResponse:
@@ -243,7 +250,7 @@ class ToolLoop:
         # The paused round's calls were counted before the pause.
         self._tool_calls = sum(len(m.tool_uses) for m in (*paused.messages, paused.assistant))
         self._guard.restore(paused.guard)
-        with _instrument.loop_turn(Cancelled):
+        with _instrument.loop_turn(Cancelled, getattr(self.cycle, "turn_scope", None)):
             self._check_cancel()
             results = self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
                                       decisions=decisions)

@@ -233,8 +233,8 @@ class ToolLoopStream:
         self.new_messages: Tuple[Message, ...] = ()
         self.final_response: Optional[MessageResponse] = None
         self.error: Optional[BaseException] = None
-        # A session turn open here (its span, if traced) learns of an early close.
-        self._turn = _instrument.current_turn()
+        # A session's open turn (its span, if traced) learns of an early close.
+        self._turn = getattr(cycle, "turn_scope", None) or _instrument.current_turn()
         self.pending_approvals: Tuple[ToolApprovalRequest, ...] = ()
         # The whole loop runs in a copy of the creator's contextvars context.
         context = contextvars.copy_context()
