@@ -141,6 +141,14 @@ _EXPORTS: Dict[str, str] = {
     "StdioTransport": "agcore_sync.tools.mcp.stdio",
     "HttpTransport": "agcore_sync.tools.mcp.http",
     "RestartPolicy": "agcore_sync.tools.mcp.restart",
+    "McpResource": "agcore_sync.tools.mcp.resources",
+    "McpResourceTemplate": "agcore_sync.tools.mcp.resources",
+    "McpResourceContents": "agcore_sync.tools.mcp.resources",
+    "McpPrompt": "agcore_sync.tools.mcp.prompts",
+    "McpPromptArgument": "agcore_sync.tools.mcp.prompts",
+    "McpPromptResult": "agcore_sync.tools.mcp.prompts",
+    "sampling_handler_for": "agcore_sync.tools.mcp.sampling",
+    "McpResourceTool": "agcore_sync.tools.mcp.resource_tool",
     "McpOAuth": "agcore_sync.tools.mcp.auth.oauth",
     "headless_authorize": "agcore_sync.tools.mcp.auth.oauth",
     "console_authorize": "agcore_sync.tools.mcp.auth.oauth",
@@ -285,7 +293,11 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
+    from agcore_sync.tools.mcp.prompts import McpPrompt, McpPromptArgument, McpPromptResult  # noqa: F401
+    from agcore_sync.tools.mcp.resource_tool import McpResourceTool  # noqa: F401
+    from agcore_sync.tools.mcp.resources import McpResource, McpResourceContents, McpResourceTemplate  # noqa: F401
     from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
+    from agcore_sync.tools.mcp.sampling import sampling_handler_for  # noqa: F401
     from agcore_sync.tools.mcp.stdio import StdioTransport  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
     from agcore_sync.tools.registry import ToolRegistry  # noqa: F401

@@ -20,6 +20,11 @@ NEEDS = {
     "observability.py": "opentelemetry.sdk",  # the otel extra and the SDK (both test dependencies)
     "background_turn.py": "redis",
 }
+# Scripts that need a file the suite installs apart: file name -> that file.
+NEEDS_FILES = {
+    "mcp_everything.py": Path(__file__).resolve().parents[1] / "node" / "node_modules" / "@modelcontextprotocol"
+    / "server-everything" / "dist" / "index.js",  # tests/node/install.sh
+}
 # Scripts that need a Redis server: the test starts one on a free port and passes it as REDIS_URL.
 NEEDS_REDIS_SERVER = {"background_turn.py"}
 
@@ -29,6 +34,8 @@ NEEDS_REDIS_SERVER = {"background_turn.py"}
 def test_the_example_runs(path, capsys, monkeypatch):
     if path.name in NEEDS:
         pytest.importorskip(NEEDS[path.name], reason=f"{path.name} needs the `{NEEDS[path.name]}` package")
+    if path.name in NEEDS_FILES and not NEEDS_FILES[path.name].exists():
+        pytest.skip(f"{path.name} needs {NEEDS_FILES[path.name].name}: run tests/node/install.sh")
     with contextlib.ExitStack() as stack:
         if path.name in NEEDS_REDIS_SERVER:
             if redis_server_path() is None:

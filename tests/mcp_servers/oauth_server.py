@@ -57,6 +57,8 @@ class OAuthWorld:
         #: ``expires_in`` of issued access tokens.
         self.expires_in = 3600
         self.access: Dict[str, Dict[str, Any]] = {}
+        #: How many ``/introspect`` requests the authorization server answered.
+        self.introspections = 0
         self.refresh: Dict[str, str] = {}
         self.codes: Dict[str, Dict[str, Any]] = {}
         self.issued_codes: List[str] = []
@@ -123,6 +125,16 @@ class OAuthWorld:
             ex.send_empty(302, headers={"Location": target})
         elif ex.method == "POST" and path == "/token":
             self._token(ex)
+        elif ex.method == "POST" and path == "/introspect":
+            # RFC 7662, for resource servers that check tokens here (sdk_oauth_server.py).
+            form = {k: v[0] for k, v in parse_qs(ex.body.decode() if isinstance(ex.body, bytes) else "").items()}
+            with self._lock:
+                entry = self.access.get(form.get("token", ""))
+                self.introspections += 1
+            if entry is None or entry["expired"]:
+                ex.send_json({"active": False})
+            else:
+                ex.send_json({"active": True, "scope": " ".join(sorted(entry["scope"]))})
         else:
             ex.send_json({"error": "not_found"}, status=404)
 

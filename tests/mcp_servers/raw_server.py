@@ -37,6 +37,12 @@ Options:
     --grandchild         start a child that never exits on its own and stays
                          in the process group.
     --stderr-lines N     write N lines to stderr at start-up.
+    --broken-tools       also list ``broken`` (``inputSchema`` ``{"type":
+                         "strin"}``, not a valid JSON Schema) and
+                         ``bad.name`` (a name providers refuse).
+
+``resources/list`` answers three resources over three pages (cursors
+``p2``, ``p3``); ``prompts/list`` two prompts over two pages.
 """
 
 from __future__ import annotations
@@ -235,7 +241,19 @@ def handle(message: Dict[str, Any]) -> None:
     elif method == "ping":
         send({"id": request_id, "result": {}})
     elif method == "tools/list":
-        send({"id": request_id, "result": {"tools": TOOLS}})
+        send({"id": request_id, "result": {"tools": TOOLS + _state.get("extra_tools", [])}})
+    elif method == "resources/list":
+        page = {None: (0, "p2"), "p2": (1, "p3"), "p3": (2, None)}[(params or {}).get("cursor")]
+        result: Dict[str, Any] = {"resources": [{"uri": f"raw://r{page[0]}", "name": f"r{page[0]}"}]}
+        if page[1]:
+            result["nextCursor"] = page[1]
+        send({"id": request_id, "result": result})
+    elif method == "prompts/list":
+        cursor = (params or {}).get("cursor")
+        result = {"prompts": [{"name": "second" if cursor else "first"}]}
+        if not cursor:
+            result["nextCursor"] = "more"
+        send({"id": request_id, "result": result})
     elif method == "tools/call":
         result = call_tool(request_id, params)
         if result is not None:
@@ -252,7 +270,13 @@ def main() -> None:
     parser.add_argument("--ignore-term", action="store_true")
     parser.add_argument("--grandchild", action="store_true")
     parser.add_argument("--stderr-lines", type=int, default=0)
+    parser.add_argument("--broken-tools", action="store_true")
     args = parser.parse_args()
+    if args.broken_tools:
+        _state["extra_tools"] = [
+            {"name": "broken", "description": "Bad schema.", "inputSchema": {"type": "strin"}},
+            {"name": "bad.name", "description": "Bad name.", "inputSchema": {"type": "object"}},
+        ]
     _state["answer_version"] = args.answer_version
     _state["ignore_discover"] = args.ignore_discover
     if args.ignore_term:

@@ -11,13 +11,33 @@ from typing import Any, Callable, Dict, Optional
 
 import attrs
 
-from agcore_sync import _instrument
+from agcore_sync import _check, _instrument
 from agcore_sync.tools.error import McpConnectionError, McpError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 from agcore_sync.tools.mcp.transport import Transport
 
-__all__ = ["Agreement", "negotiate"]
+__all__ = ["Agreement", "negotiate", "check_protocol", "check_client_arguments"]
+
+
+def check_client_arguments(server_name: Any, transport: Any, timeout: Any) -> None:
+    """Check ``McpClient``'s first three arguments, one line naming the one that is wrong.
+
+    Raises:
+        TypeError: ``server_name`` is not a non-empty str, or ``transport`` not a Transport.
+        ValueError: ``timeout`` is not a positive number or None.
+    """
+    if not isinstance(server_name, str) or not server_name:
+        raise TypeError(f"McpClient: server_name must be a non-empty str, got {server_name!r}")
+    _check.instance("McpClient", "transport", transport, Transport,
+                    "a transport such as StdioTransport('npx', [...]) or HttpTransport(url)")
+    _check.timeout("McpClient", timeout)
+
+
+def check_protocol(protocol: Optional[str]) -> None:
+    """Raise ValueError unless ``protocol`` is None, ``"auto"`` or a known version."""
+    if protocol is not None and protocol != "auto" and protocol not in proto.KNOWN_VERSIONS:
+        raise ValueError(f"protocol must be None, 'auto' or one of {', '.join(proto.KNOWN_VERSIONS)}; got {protocol!r}")
 
 logger = _instrument.get_logger("agcore_sync.mcp")
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 from agcore_sync.tools.error import McpConnectionError, McpError
 from agcore_sync.tools.mcp import jsonrpc
 
-__all__ = ["PendingTable", "Slot", "copy_lost", "result_of", "HANDOFF_TIMEOUT"]
+__all__ = ["PendingTable", "Slot", "copy_lost", "result_of", "with_stderr", "HANDOFF_TIMEOUT"]
 
 #: A slot taken from the table is released immediately after; this bounds
 #: a caller's wait for that release all the same.
@@ -150,6 +150,14 @@ def _fail(slots: Dict[Any, Slot], error: McpConnectionError) -> None:
     for slot in slots.values():
         slot.response = error
         slot.done.release()
+
+
+def with_stderr(message: str, stderr_tail: str) -> str:
+    """Return ``message`` followed by the server's last stderr lines, if any and not already in it."""
+    tail = stderr_tail.strip()
+    if not tail or tail in message:
+        return message
+    return f"{message}\nlast lines of the server's stderr:\n{tail}"
 
 
 def copy_lost(error: McpConnectionError, tool_name: Optional[str] = None) -> McpConnectionError:

@@ -20,7 +20,8 @@ from typing import Any, Dict, Optional
 from agcore_sync import _instrument
 from agcore_sync.tools.error import McpConnectionError, McpError, McpTimeoutError
 from agcore_sync.tools.mcp import jsonrpc
-from agcore_sync.tools.mcp._pending import HANDOFF_TIMEOUT, PendingTable, result_of
+from agcore_sync.tools.mcp._pending import HANDOFF_TIMEOUT, PendingTable, result_of, with_stderr
+from agcore_sync.tools.mcp._progress import ProgressCallback, ProgressRoutes
 from agcore_sync.tools.mcp._restart_runner import Restarter
 from agcore_sync.tools.mcp.transport import Transport
 
@@ -39,6 +40,8 @@ class Requester:
         restarter: the client's restarter (None without a restart policy).
         notify_timeout: bound on sending ``notifications/cancelled`` (the
             client's timeout).
+        routes: where a request's ``progress_callback`` is routed to (None:
+            per-request callbacks are refused).
     """
 
     def __init__(
@@ -49,12 +52,14 @@ class Requester:
         restarter: Optional[Restarter],
         *,
         notify_timeout: Optional[float],
+        routes: Optional[ProgressRoutes] = None,
     ) -> None:
         self.server_name = server_name
         self._transport = transport
         self._table = table
         self._restarter = restarter
         self._notify_timeout = notify_timeout
+        self._routes = routes
         self._ids = itertools.count(1)
         #: The ``_meta`` entries every request carries (2026-07-28), set by
         #: the handshake; None for the handshake versions.
@@ -89,6 +94,7 @@ class Requester:
         tool_name: Optional[str] = None,
         epoch: Optional[int] = None,
         resend: bool = True,
+        progress_callback: Optional[ProgressCallback] = None,
     ) -> Dict[str, Any]:
         """Send one request and wait for its result.
 
@@ -108,6 +114,9 @@ class Requester:
                 never reached the server, so once it waits for the loss
                 report and the restart, within its timeout, and is sent to
                 the new process.
+            progress_callback: send a ``progressToken`` and route the
+                server's progress for it to this callback; every one has
+                run when this returns (see ``_progress.py``).
 
         Raises:
             McpConnectionError: the server is gone.
@@ -119,6 +128,35 @@ class Requester:
             timeout = restarter.await_restart(timeout, tool_name)
         original = params
         request_id = next(self._ids)
+        routes = self._routes if progress_callback is not None else None
+        if routes is not None:
+            progress = True
+            routes.open(request_id, progress_callback)
+        try:
+            return self._exchange(
+                method, params, original, request_id, timeout=timeout, cancellable=cancellable, progress=progress,
+                tool_name=tool_name, epoch=epoch, resend=resend, progress_callback=progress_callback,
+            )
+        finally:
+            if routes is not None:
+                routes.finish(request_id)
+
+    def _exchange(
+        self,
+        method: str,
+        params: Optional[Dict[str, Any]],
+        original: Optional[Dict[str, Any]],
+        request_id: int,
+        *,
+        timeout: Optional[float],
+        cancellable: bool,
+        progress: bool,
+        tool_name: Optional[str],
+        epoch: Optional[int],
+        resend: bool,
+        progress_callback: Optional[ProgressCallback],
+    ) -> Dict[str, Any]:
+        restarter = self._restarter
         request_meta = self.request_meta
         if request_meta is not None or progress:
             params = dict(params or {})
@@ -140,10 +178,10 @@ class Requester:
                     left = None if timeout is None else max(timeout - (time.monotonic() - sent_at), 0.0)
                     return self._request(
                         method, original, timeout=left, cancellable=cancellable, progress=progress,
-                        tool_name=tool_name, resend=False,
+                        tool_name=tool_name, resend=False, progress_callback=progress_callback,
                     )
             raise McpConnectionError(
-                f"MCP server {self.server_name!r} is gone: {exc}",
+                f"MCP server {self.server_name!r} is gone: {with_stderr(str(exc), exc.stderr_tail)}",
                 tool_name=tool_name,
                 exit_code=exc.exit_code,
                 stderr_tail=exc.stderr_tail,

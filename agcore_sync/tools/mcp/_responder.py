@@ -32,9 +32,24 @@ from agcore_sync.tools.error import McpError, McpNotInitializedError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 
-__all__ = ["ServerResponder", "WORKER_JOIN_TIMEOUT", "WORKER_POLL_INTERVAL"]
+__all__ = [
+    "ServerResponder", "WORKER_JOIN_TIMEOUT", "WORKER_POLL_INTERVAL", "SERVER_LOGGER",
+    "ElicitationHandler", "SamplingHandler", "ProgressHandler",
+]
+
+#: ``elicitation_handler(params) -> result``: gets the ``elicitation/create``
+#: params, returns ``{"action": "accept" | "decline" | "cancel", "content": {...}}``.
+ElicitationHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
+#: ``sampling_handler(params) -> result``: gets the ``sampling/createMessage``
+#: params, returns a ``CreateMessageResult`` dict (role, content, model, ...).
+SamplingHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
+#: ``on_progress(params)``: gets each ``notifications/progress`` params dict.
+ProgressHandler = Callable[[Dict[str, Any]], None]
 
 logger = _instrument.get_logger("agcore_sync.mcp")
+#: Parent of the loggers server log messages go to: one child per server,
+#: named after it (dots replaced by ``_``).
+SERVER_LOGGER = "agcore_sync.mcp.server"
 
 #: Bound on joining the worker in close(); a user handler still running
 #: after it is logged and left (the thread is a daemon).
@@ -65,6 +80,8 @@ class ServerResponder:
         elicitation_handler: answers ``elicitation/create`` (None: -32601).
         sampling_handler: answers ``sampling/createMessage`` (None: -32601).
         on_progress: gets ``notifications/progress`` params.
+        notices: more notification handlers, by method (``params`` in);
+            the client's resource subscriptions use it.
     """
 
     def __init__(
@@ -78,6 +95,7 @@ class ServerResponder:
         elicitation_handler: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]],
         sampling_handler: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]],
         on_progress: Optional[Callable[[Dict[str, Any]], None]],
+        notices: Optional[Dict[str, Callable[[Dict[str, Any]], None]]] = None,
     ) -> None:
         self.server_name = server_name
         self.timeout = timeout
@@ -87,6 +105,8 @@ class ServerResponder:
         self._elicitation_handler = elicitation_handler
         self._sampling_handler = sampling_handler
         self._on_progress = on_progress
+        self._notices = dict(notices or {})
+        self._server_logger = logging.getLogger(f"{SERVER_LOGGER}.{server_name.replace('.', '_')}")
         self._lock = threading.Lock()
         # Copied for each message; replaced by use_context() before the
         # first message can arrive.
@@ -106,16 +126,28 @@ class ServerResponder:
         self._ensure_worker()
         self._queue.put(message)
 
-    def run(self, job: Callable[[], None]) -> None:
+    def run(self, job: Callable[[], None]) -> bool:
         """Run ``job()`` on the worker after what is queued; never blocks.
 
         The job must watch the cancel Event (``close()`` joins the worker
         with a bound) and catch its own failures; one that escapes is logged.
+
+        Returns:
+            False when the client is closing and the job was not queued.
         """
         if self._cancel.is_set():
-            return
+            return False
         self._ensure_worker()
         self._queue.put(job)
+        return True
+
+    def on_worker(self) -> bool:
+        """Return True when called on this responder's worker thread."""
+        return self._worker is threading.current_thread()
+
+    def set_roots(self, roots: List[Dict[str, Any]]) -> None:
+        """Answer later ``roots/list`` requests with ``roots``."""
+        self._roots = roots
 
     def _ensure_worker(self) -> None:
         if self._worker is None:
@@ -261,9 +293,11 @@ class ServerResponder:
         elif method == "notifications/message":
             level = proto.LOG_LEVELS.get(str(params.get("level")), logging.INFO)
             source = params.get("logger")
-            logger.log(
+            self._server_logger.log(
                 level, "MCP server %r%s: %s", self.server_name, f" [{source}]" if source else "", params.get("data")
             )
+        elif method in self._notices:
+            self._notices[method](params)
         else:
             logger.debug("MCP server %r sent %s", self.server_name, method)
 

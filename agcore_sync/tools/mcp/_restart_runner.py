@@ -29,7 +29,25 @@ from agcore_sync.tools.error import McpConnectionError
 from agcore_sync.tools.mcp._pending import PendingTable
 from agcore_sync.tools.mcp.restart import RestartPolicy
 
-__all__ = ["Restarter", "LOSS_REPORT_TIMEOUT"]
+__all__ = ["Restarter", "LOSS_REPORT_TIMEOUT", "check_restart"]
+
+
+def check_restart(restart: Optional[RestartPolicy], transport: object, server_name: str) -> None:
+    """Check the ``restart=`` argument of a client over ``transport``.
+
+    Raises:
+        TypeError: ``restart`` is not a RestartPolicy (or None).
+        ValueError: the transport cannot start the server again.
+    """
+    if restart is None:
+        return
+    if not isinstance(restart, RestartPolicy):
+        raise TypeError(f"restart must be a RestartPolicy or None, not {type(restart).__name__}")
+    if not getattr(transport, "restartable", False):
+        raise ValueError(
+            f"restart needs a transport that can start the server again (StdioTransport, HttpTransport); "
+            f"{type(transport).__name__} cannot, so MCP client {server_name!r} cannot restart it"
+        )
 
 logger = _instrument.get_logger("agcore_sync.mcp")
 

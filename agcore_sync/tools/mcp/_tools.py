@@ -1,4 +1,13 @@
-"""The server's tool list: paging through ``tools/list`` and the cache of the result.
+"""The server's tool list: paging through ``tools/list``, the cache of the result, and the adapters.
+
+One broken tool must not sink the turn: :func:`usable_tools` leaves out,
+with a WARNING naming the server and the tool, a tool whose
+``inputSchema`` is not a valid JSON Schema (a registry would refuse it and
+fail the whole turn) or whose name providers refuse (they take
+``^[a-zA-Z0-9_-]{1,64}$``: the server's name must match, and with the
+caller's prefix, which is prepended verbatim and is the caller's choice,
+be at most 64 characters); the rest work. The list is filtered each time it becomes registry tools, so a
+list fetched after ``tools/list_changed`` is filtered too.
 
 :class:`ToolsCache` is owned by :class:`~agcore_sync.tools.mcp.client.McpClient`.
 The transport's reader calls :meth:`ToolsCache.invalidate` on
@@ -10,13 +19,22 @@ stale).
 
 from __future__ import annotations
 
+import re
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from agcore_sync.tools.error import McpError
+from agcore_sync import _instrument
+from agcore_sync.llm.types import ToolDef
+from agcore_sync.tools.error import McpError, ToolError
 from agcore_sync.tools.mcp import protocol as proto
+from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller
 
-__all__ = ["ToolsCache", "fetch_tools", "MAX_TOOL_PAGES"]
+__all__ = ["ToolsCache", "fetch_tools", "tool_def", "usable_tools", "build_adapters", "MAX_TOOL_PAGES", "TOOL_NAME"]
+
+logger = _instrument.get_logger("agcore_sync.mcp")
+
+#: Tool names every provider here accepts (OpenAI's and Anthropic's rule).
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 #: Most ``tools/list`` pages followed before the client decides the server loops.
 MAX_TOOL_PAGES = 1000
@@ -92,3 +110,70 @@ def fetch_tools(
 
 def _is_tool(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("name"), str)
+
+
+def tool_def(tool: Dict[str, Any]) -> ToolDef:
+    """Return the :class:`ToolDef` of one ``tools/list`` entry."""
+    description = tool.get("description")
+    return ToolDef(
+        tool["name"],
+        description if isinstance(description, str) else "",
+        tool.get("inputSchema") or {"type": "object", "properties": {}},
+    )
+
+
+def usable_tools(tools: Tools, server_name: str, prefix: Optional[str] = None) -> Tools:
+    """Return the tools a provider and a registry accept; warn about each one left out.
+
+    Left out: a server name that is not ``^[a-zA-Z0-9_-]{1,64}$`` or longer
+    than 64 characters with ``prefix``, and an ``inputSchema`` that is not
+    a valid JSON Schema.
+    """
+    from agcore_sync.tools._validation import compile_validator
+
+    kept = []
+    for tool in tools:
+        name = f"{prefix or ''}{tool['name']}"
+        if not TOOL_NAME.match(tool["name"]) or len(name) > 64:
+            logger.warning(
+                "MCP server %r: left out tool %r: providers accept only names matching %s",
+                server_name, name, TOOL_NAME.pattern,
+            )
+            continue
+        schema = tool.get("inputSchema")
+        try:
+            compile_validator(name, schema if schema is not None else {"type": "object"})
+        except ToolError as exc:
+            logger.warning("MCP server %r: left out tool %r: %s", server_name, name, exc.message)
+            continue
+        kept.append(tool)
+    return tuple(kept)
+
+
+def build_adapters(
+    caller: McpToolCaller,
+    tools: Tools,
+    *,
+    prefix: Optional[str],
+    permissions: Sequence[Any],
+    idempotent: Sequence[str],
+    known: Sequence[str],
+) -> List[McpTool]:
+    """Return one adapter per tool (the body of ``McpClient.into_tools``); ``known``: every server tool name.
+
+    Raises:
+        ValueError: ``idempotent`` names a tool the server does not have.
+        TypeError: ``idempotent`` is a single string.
+    """
+    if isinstance(idempotent, str):
+        raise TypeError("idempotent must be a sequence of tool names, not a single string")
+    retry = set(idempotent)
+    unknown = retry - set(known)
+    if unknown:
+        raise ValueError(
+            f"idempotent names tools that MCP server {caller.server_name!r} does not have: {sorted(unknown)}"
+        )
+    return [
+        McpTool(caller, tool, prefix=prefix, permissions=permissions, idempotent=tool["name"] in retry)
+        for tool in tools
+    ]

@@ -15,14 +15,15 @@ imports this one for ``into_tools``): imports inside ``tools/mcp`` run one way.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Protocol, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
 
 from agcore_sync import _instrument
 from agcore_sync.tools.base import BaseTool
-from agcore_sync.tools.error import McpConnectionError, ToolExecutionError
+from agcore_sync.tools.error import McpConnectionError, McpError, ToolExecutionError
 from agcore_sync.tools.mcp._result import McpToolResult
+from agcore_sync.tools.mcp.content import ModelBlock, mcp_blocks
 
-__all__ = ["McpTool", "McpToolCaller"]
+__all__ = ["McpTool", "McpToolCaller", "content_blocks"]
 
 logger = _instrument.get_logger("agcore_sync.mcp")
 
@@ -63,8 +64,15 @@ class McpTool(BaseTool):
             timeouts (the first call may still be running), JSON-RPC errors,
             ``isError`` results. The server's ``idempotentHint`` never counts.
 
-    ``execute`` returns the result's text, else its ``structuredContent``,
-    else the list of content blocks. An ``isError`` result raises a
+    ``execute`` returns, when the result holds anything but text, a list of
+    blocks the model reads (:func:`content_blocks`: images as
+    :class:`~agcore_sync.llm.media.ImageBlock`, audio as a text marker,
+    resource links and embedded resources as text with their URI);
+    otherwise the result's text, else its ``structuredContent``, else the
+    list of content dicts. A tool with an ``outputSchema`` must return
+    ``structuredContent`` that matches it, else the call raises a
+    recoverable :class:`~agcore_sync.tools.error.McpError` naming what is
+    wrong (the model reads it). An ``isError`` result raises a
     recoverable :class:`~agcore_sync.tools.error.ToolExecutionError` whose
     message is the server's text; a JSON-RPC error is the client's
     :class:`~agcore_sync.tools.error.McpError` (recoverable), a timeout or a
@@ -88,6 +96,12 @@ class McpTool(BaseTool):
         self.parameters: Dict[str, Any] = (
             dict(schema) if isinstance(schema, Mapping) else {"type": "object", "properties": {}}
         )
+        output_schema = tool.get("outputSchema")
+        #: The tool's ``outputSchema`` (None if it has none).
+        self.output_schema: Optional[Dict[str, Any]] = (
+            dict(output_schema) if isinstance(output_schema, Mapping) else None
+        )
+        self._output_validator: Any = None
         self.required_permissions = tuple(permissions)
         #: Whether a call is retried once after McpConnectionError.
         self.idempotent = bool(idempotent)
@@ -120,8 +134,47 @@ class McpTool(BaseTool):
                 result.text or f"MCP tool {self.server_tool_name!r} of server {self.client.server_name!r} failed",
                 tool_name=self.name,
             )
+        if self.output_schema is not None:
+            self._check_structured(result.structured_content)
+        if any(isinstance(b, dict) and b.get("type") != "text" for b in result.content):
+            return content_blocks(result.content)
         if result.text:
             return result.text
         if result.structured_content is not None:
             return result.structured_content
         return list(result.content)
+
+    def _check_structured(self, value: Any) -> None:
+        """Raise a recoverable McpError unless ``value`` matches the tool's ``outputSchema``."""
+        where = f"MCP tool {self.server_tool_name!r} of server {self.client.server_name!r}"
+        if value is None:
+            raise McpError(f"{where} declares an outputSchema but returned no structuredContent", tool_name=self.name)
+        validator = self._output_validator
+        if validator is None:
+            import jsonschema
+
+            cls = jsonschema.validators.validator_for(self.output_schema, default=jsonschema.Draft202012Validator)
+            try:
+                cls.check_schema(self.output_schema)
+            except jsonschema.SchemaError as exc:
+                raise McpError(f"{where} has an invalid outputSchema: {exc.message}", tool_name=self.name) from None
+            validator = self._output_validator = cls(self.output_schema)
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is not None:
+            raise McpError(
+                f"{where} returned structuredContent that does not match its outputSchema "
+                f"at {error.json_path}: {error.message[:300]}",
+                tool_name=self.name,
+            )
+
+
+def content_blocks(content: Sequence[Any]) -> List[ModelBlock]:
+    """Translate an MCP tool result's content into blocks a tool result can carry.
+
+    Images become :class:`~agcore_sync.llm.media.ImageBlock`; audio, resource
+    links, embedded resources and unknown types become text (see
+    :mod:`agcore_sync.tools.mcp.content` for the exact rules).
+
+    .. versionadded:: 0.1.0
+    """
+    return list(mcp_blocks(content))

@@ -7,8 +7,8 @@ Lifecycle (as httpx's ``Client``): a client is created unopened, opened by
 Threads: the transport delivers server messages on its own thread (the
 stdio stdout reader, the HTTP stream readers). That thread only routes: it
 hands a response to the slot its caller waits on, drops the tools cache on
-``notifications/tools/list_changed`` before it delivers any later response,
-and passes everything else to the client's
+``notifications/tools/list_changed`` and queues per-call progress before it
+delivers any later response, and passes everything else to the client's
 :class:`~agcore_sync.tools.mcp._responder.ServerResponder`, whose one worker
 thread (``agcore-mcp-worker-<n>``, a daemon started when first needed)
 answers server requests and runs the user's callbacks. ``close()`` stops
@@ -22,17 +22,11 @@ The client composes small objects it owns, each in its own module: the
 ``PendingTable`` (``_pending.py``: one slot per request in flight, and
 whether the server is lost), the ``Requester`` (``_requests.py``: the one
 path every request takes), the ``Restarter`` (``_restart_runner.py``, only
-with a restart policy), the ``ToolsCache`` (``_tools.py``) and the
-``ServerResponder`` (``_responder.py``).
-
-Restart (``McpClient(restart=RestartPolicy(...))``, stdio only): when the
-server goes away every pending call fails at once with
-:class:`McpConnectionError`, as without a policy; the reader's ``on_closed``
-only queues the restarter's job on the worker, which waits the backoff on
-the client's cancel Event, starts the transport again, redoes the handshake,
-drops the tools cache and opens the gate that calls made meanwhile wait at
-(within their own timeout). ``close()`` during a restart ends the backoff,
-fails the handshake's request, stops the transport and joins the worker.
+with a restart policy; its docstring tells how a restart runs), the
+``ToolsCache`` (``_tools.py``), the ``ServerResponder`` (``_responder.py``),
+the ``ProgressRoutes`` (``_progress.py``: per-call ``progress=``
+callbacks) and the ``ServerFeatures`` (``_features.py``: resources,
+prompts, completion, logging, ping, roots).
 
 .. versionadded:: 0.1.0
 """
@@ -42,43 +36,37 @@ from __future__ import annotations
 import contextvars
 import functools
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from agcore_sync import _check, _instrument
+from agcore_sync import _instrument
 from agcore_sync._version import __version__
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
+from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
-from agcore_sync.tools.mcp._handshake import Agreement, negotiate
-from agcore_sync.tools.mcp._pending import PendingTable, copy_lost
+from agcore_sync.tools.mcp._features import ServerFeatures, delegate
+from agcore_sync.tools.mcp._handshake import Agreement, check_client_arguments, check_protocol, negotiate
+from agcore_sync.tools.mcp._pending import PendingTable, copy_lost, with_stderr
+from agcore_sync.tools.mcp._progress import ProgressCallback, ProgressRoutes
 from agcore_sync.tools.mcp._requests import Requester
-from agcore_sync.tools.mcp._responder import ServerResponder
-from agcore_sync.tools.mcp._restart_runner import Restarter
+from agcore_sync.tools.mcp._responder import ElicitationHandler, ProgressHandler, SamplingHandler, ServerResponder
+from agcore_sync.tools.mcp._restart_runner import Restarter, check_restart
 from agcore_sync.tools.mcp._result import McpToolResult
-from agcore_sync.tools.mcp._tools import Tools, ToolsCache, fetch_tools
+from agcore_sync.tools.mcp._tools import Tools, ToolsCache, build_adapters, fetch_tools, tool_def, usable_tools
 from agcore_sync.tools.mcp.adapter import McpTool
 from agcore_sync.tools.mcp.restart import RestartPolicy
 from agcore_sync.tools.mcp.transport import Transport
 
-__all__ = ["McpClient", "McpToolResult", "ElicitationHandler", "SamplingHandler", "ProgressHandler"]
+__all__ = ["McpClient", "McpToolResult", "ElicitationHandler", "SamplingHandler", "ProgressHandler", "ProgressCallback"]
 
 logger = _instrument.get_logger("agcore_sync.mcp")
-
-#: ``elicitation_handler(params) -> result``: gets the ``elicitation/create``
-#: params, returns ``{"action": "accept" | "decline" | "cancel", "content": {...}}``.
-ElicitationHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
-#: ``sampling_handler(params) -> result``: gets the ``sampling/createMessage``
-#: params, returns a ``CreateMessageResult`` dict (role, content, model, ...).
-SamplingHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
-#: ``on_progress(params)``: gets each ``notifications/progress`` params dict.
-ProgressHandler = Callable[[Dict[str, Any]], None]
 
 # The client's lifecycle states (McpClient._state).
 _NEW, _CONNECTING, _READY, _CLOSED = "new", "connecting", "ready", "closed"
 
 
 class McpClient:
-    """A client of one MCP server: handshake, tools, calls, server requests.
+    """A client of one MCP server: handshake, tools, calls, resources, prompts, server requests.
 
     Args:
         server_name: a name for the server, used in errors and logs.
@@ -106,19 +94,24 @@ class McpClient:
         restart: restart the server after it went away, as the
             :class:`~agcore_sync.tools.mcp.restart.RestartPolicy` says (None:
             a lost server stays lost). Needs a restartable transport
-            (:class:`StdioTransport`); see the module docstring for where the
-            restart runs and how calls wait for it.
+            (:class:`StdioTransport`: a new process; ``HttpTransport``: a new
+            session, e.g. after a 404 to a stale ``Mcp-Session-Id``, and a
+            request the server refused that way is sent once more); see
+            ``_restart_runner.py`` for where the restart runs.
 
     Capabilities declared are exactly those with a handler or data:
     ``roots: {}``, ``sampling: {}``, ``elicitation: {"form": {}}``.
 
-    Any number of threads may call :meth:`call_tool` and :meth:`list_tools`
-    at once; writes are serialised and each request waits on its own slot.
+    Resources, prompts, completion, logging, ping and roots: the methods
+    of the same names run on the client's
+    :class:`~agcore_sync.tools.mcp.ServerFeatures` and carry its docstrings.
+
+    Any number of threads may call any method at once; writes are
+    serialised and each request waits on its own slot.
 
     Raises:
         ValueError: ``protocol`` is not a known version or ``"auto"``, or
-            ``restart`` is given with a transport that cannot start again
-            (``HttpTransport``).
+            ``restart`` is given with a transport that cannot start again.
         TypeError: ``restart`` is not a ``RestartPolicy``.
     """
 
@@ -136,23 +129,9 @@ class McpClient:
         protocol: Optional[str] = None,
         restart: Optional[RestartPolicy] = None,
     ) -> None:
-        if not isinstance(server_name, str) or not server_name:
-            raise TypeError(f"McpClient: server_name must be a non-empty str, got {server_name!r}")
-        _check.instance("McpClient", "transport", transport, Transport,
-                        "a transport such as StdioTransport('npx', [...]) or HttpTransport(url)")
-        _check.timeout("McpClient", timeout)
-        if protocol is not None and protocol != "auto" and protocol not in proto.KNOWN_VERSIONS:
-            raise ValueError(
-                f"protocol must be None, 'auto' or one of {', '.join(proto.KNOWN_VERSIONS)}; got {protocol!r}"
-            )
-        if restart is not None:
-            if not isinstance(restart, RestartPolicy):
-                raise TypeError(f"restart must be a RestartPolicy or None, not {type(restart).__name__}")
-            if not getattr(transport, "restartable", False):
-                raise ValueError(
-                    f"restart needs a transport that can start the server again (StdioTransport); "
-                    f"{type(transport).__name__} cannot, so MCP client {server_name!r} cannot restart it"
-                )
+        check_client_arguments(server_name, transport, timeout)
+        check_protocol(protocol)
+        check_restart(restart, transport, server_name)
         self.server_name = server_name
         self.transport = transport
         self.timeout = timeout
@@ -166,16 +145,14 @@ class McpClient:
             sampling=sampling_handler is not None,
             elicitation=elicitation_handler is not None,
         )
-        # Guards _state transitions only; _connect_lock makes a second
-        # connect() wait for the first.
+        # Guards _state transitions only; _connect_lock makes a second connect() wait for the first.
         self._lifecycle_lock = threading.Lock()
         self._connect_lock = threading.Lock()
         self._state = _NEW
         self._agreement: Optional[Agreement] = None
         self._tools = ToolsCache()
-        # The one cancel Event of this owner: set by close(), passed down to
-        # the responder's worker and the restarter, waited on by the
-        # input_required backoff.
+        # The one cancel Event of this owner: set by close(), passed down to the
+        # responder's worker and the restarter, waited on by the input_required backoff.
         self._cancel = threading.Event()
         self._table = PendingTable(server_name)
         self._responder = ServerResponder(
@@ -187,20 +164,19 @@ class McpClient:
             elicitation_handler=elicitation_handler,
             sampling_handler=sampling_handler,
             on_progress=on_progress,
+            notices={"notifications/resources/updated": lambda params: self._features.resource_updated(params)},
         )
+        self._progress = ProgressRoutes(server_name, self._responder.run, self._responder.on_worker)
         self._restarter: Optional[Restarter] = None
         if restart is not None:
             self._restarter = Restarter(
-                server_name,
-                restart,
-                self._table,
-                self._cancel,
-                reconnect=self._reconnect,
-                run=self._responder.run,
-                ready=lambda: self._state == _READY,
-                pid=lambda: getattr(transport, "pid", None),
+                server_name, restart, self._table, self._cancel, reconnect=self._reconnect, run=self._responder.run,
+                ready=lambda: self._state == _READY, pid=lambda: getattr(transport, "pid", None),
             )
-        self._requester = Requester(server_name, transport, self._table, self._restarter, notify_timeout=timeout)
+        self._features = ServerFeatures(server_name, self._request, self._replace_roots)
+        self._requester = Requester(
+            server_name, transport, self._table, self._restarter, notify_timeout=timeout, routes=self._progress
+        )
 
     def __repr__(self) -> str:
         return f"McpClient({self.server_name!r}, state={self._state}, version={self.negotiated_version})"
@@ -217,38 +193,32 @@ class McpClient:
     @property
     def negotiated_version(self) -> Optional[str]:
         """The protocol version agreed with the server (None before ``connect()``)."""
-        agreement = self._agreement
-        return agreement.version if agreement is not None else None
+        return getattr(self._agreement, "version", None)
 
     @property
     def server_info(self) -> Optional[Dict[str, Any]]:
         """The server's ``serverInfo`` (name, version, ...), or None if it sent none."""
-        agreement = self._agreement
-        return agreement.server_info if agreement is not None else None
+        return getattr(self._agreement, "server_info", None)
 
     @property
     def server_capabilities(self) -> Dict[str, Any]:
         """The capabilities the server declared."""
-        agreement = self._agreement
-        return agreement.capabilities if agreement is not None else {}
+        return getattr(self._agreement, "capabilities", {})
 
     @property
     def instructions(self) -> Optional[str]:
         """The server's ``instructions``, if any."""
-        agreement = self._agreement
-        return agreement.instructions if agreement is not None else None
+        return getattr(self._agreement, "instructions", None)
 
     @property
     def restart_policy(self) -> Optional[RestartPolicy]:
         """The restart policy given, or None."""
-        restarter = self._restarter
-        return restarter.policy if restarter is not None else None
+        return getattr(self._restarter, "policy", None)
 
     @property
     def restart_count(self) -> int:
         """How many times the server was restarted successfully (handshake done) so far."""
-        restarter = self._restarter
-        return restarter.restart_count if restarter is not None else 0
+        return getattr(self._restarter, "restart_count", 0)
 
     def connect(self) -> McpClient:
         """Start the transport and run the version handshake; a no-op once connected.
@@ -336,14 +306,7 @@ class McpClient:
             McpNotInitializedError: before ``connect()`` or after ``close()``.
             McpConnectionError, McpTimeoutError, McpError: as for any request.
         """
-        return [
-            ToolDef(
-                tool["name"],
-                tool.get("description") or "",
-                tool.get("inputSchema") or {"type": "object", "properties": {}},
-            )
-            for tool in self._tool_dicts()
-        ]
+        return [tool_def(tool) for tool in self._tool_dicts()]
 
     def _tool_dicts(self) -> Tools:
         self._check_ready()
@@ -357,7 +320,12 @@ class McpClient:
         return tools
 
     def call_tool(
-        self, name: str, args: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None
+        self,
+        name: str,
+        args: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+        *,
+        progress: Optional[ProgressCallback] = None,
     ) -> McpToolResult:
         """Call a tool and return its result; ``isError`` results are returned, not raised.
 
@@ -367,6 +335,12 @@ class McpClient:
             timeout: seconds to wait (None: the client's ``timeout``). On
                 2026-07-28 it applies to each round of an ``input_required``
                 exchange, not to the time the handlers take.
+            progress: ``progress(progress, total, message)``, called for
+                each ``notifications/progress`` of this call (routed by its
+                progress token), in order, on the client's worker thread in
+                a copy of the caller's ``contextvars`` context; all have
+                run when ``call_tool`` returns. ``total`` and ``message``
+                are None when the server sends none.
 
         Raises:
             McpTimeoutError: no answer in time; ``notifications/cancelled``
@@ -382,12 +356,16 @@ class McpClient:
         self._check_ready(name)
         wait = self.timeout if timeout is None else timeout
         params: Dict[str, Any] = {"name": name, "arguments": dict(args or {})}
-        progress = self._on_progress is not None
-        result = self._requester.request("tools/call", params, timeout=wait, progress=progress, tool_name=name)
+        token = self._on_progress is not None
+        result = self._requester.request(
+            "tools/call", params, timeout=wait, progress=token, tool_name=name, progress_callback=progress
+        )
         if result.get("resultType") == "input_required":
 
             def retry(again: Dict[str, Any]) -> Dict[str, Any]:
-                return self._requester.request("tools/call", again, timeout=wait, progress=progress, tool_name=name)
+                return self._requester.request(
+                    "tools/call", again, timeout=wait, progress=token, tool_name=name, progress_callback=progress
+                )
 
             result = self._responder.settle_input_required(result, params, retry, name)
         return McpToolResult.from_result(result)
@@ -414,21 +392,42 @@ class McpClient:
             ValueError: ``idempotent`` names a tool the server does not have.
             TypeError: ``idempotent`` is a single string, not a sequence of names.
         """
-        if isinstance(idempotent, str):
-            raise TypeError("idempotent must be a sequence of tool names, not a single string")
-        tools = self._tool_dicts()
-        retry = set(idempotent)
-        unknown = retry - {tool["name"] for tool in tools}
-        if unknown:
-            raise ValueError(
-                f"idempotent names tools that MCP server {self.server_name!r} does not have: {sorted(unknown)}"
-            )
-        return [
-            McpTool(self, tool, prefix=prefix, permissions=permissions, idempotent=tool["name"] in retry)
-            for tool in tools
-        ]
+        every = self._tool_dicts()
+        return build_adapters(
+            self, usable_tools(every, self.server_name, prefix), prefix=prefix, permissions=permissions,
+            idempotent=idempotent, known=[tool["name"] for tool in every],
+        )
+
+    # -- resources, prompts, completion, logging, ping, roots -------------------
+    # Each runs on the client's ServerFeatures, whose docstring it carries.
+
+    list_resources = delegate("list_resources")
+    list_resource_templates = delegate("list_resource_templates")
+    read_resource = delegate("read_resource")
+    subscribe_resource = delegate("subscribe_resource")
+    unsubscribe_resource = delegate("unsubscribe_resource")
+    list_prompts = delegate("list_prompts")
+    get_prompt = delegate("get_prompt")
+    complete = delegate("complete")
+    set_logging_level = delegate("set_logging_level")
+    ping = delegate("ping")
+    set_roots = delegate("set_roots")
 
     # -- the request path ---------------------------------------------------
+
+    def _request(self, method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        self._check_ready()
+        return self._requester.request(method, params, timeout=self.timeout)
+
+    def _replace_roots(self, roots: List[Dict[str, Any]]) -> None:
+        if self._roots is None:
+            raise ValueError(
+                f"MCP client for {self.server_name!r} was created without roots, so it declared no roots capability"
+            )
+        self._check_ready()
+        self._roots = roots
+        self._responder.set_roots(roots)
+        self.transport.send(jsonrpc.notification("notifications/roots/list_changed", None), timeout=self.timeout)
 
     def _check_ready(self, tool_name: Optional[str] = None) -> None:
         state = self._state
@@ -454,21 +453,26 @@ class McpClient:
                 return
             logger.debug("dropped a response from %r to unknown or cancelled id %r", self.server_name, request_id)
             return
-        if message["method"] == "notifications/tools/list_changed" and "id" not in message:
-            # Here, in wire order, so no later response can see the old list.
-            self._tools.invalidate()
-            return
+        if "id" not in message:
+            if message["method"] == "notifications/tools/list_changed":
+                # Here, in wire order, so no later response can see the old list.
+                self._tools.invalidate()
+                return
+            if message["method"] == "notifications/progress":
+                # Queued here, in wire order, before the call's answer is delivered.
+                self._progress.route(proto.object_or_empty(message.get("params")))
         self._responder.submit(message)
 
     def _on_closed(self, error: McpConnectionError) -> None:
         """Fail every pending call (and queue a restart); runs on the transport's reader (or a failed writer)."""
         remedy = "restarting it" if self._restarter is not None else "create a new McpClient to reconnect"
         lost = McpConnectionError(
-            f"MCP server {self.server_name!r} is gone: {error}; {remedy}",
+            with_stderr(f"MCP server {self.server_name!r} is gone: {error}; {remedy}", error.stderr_tail),
             exit_code=error.exit_code,
             stderr_tail=error.stderr_tail,
         )
-        logger.warning("%s", lost)
+        # Raised to every caller waiting and every later one: not a WARNING too.
+        logger.info("%s", lost)
         if self._restarter is not None:
             self._restarter.lose(lost)
         else:

@@ -190,13 +190,49 @@ class HttpTransport(StreamReading, Transport):
 
     # -- Transport interface ----------------------------------------------
 
+    #: A client with a ``RestartPolicy`` may start this transport again
+    #: after the session was lost (a 404 to its session id, the server
+    #: gone): the new start begins a new session.
+    restartable = True
+
     def start(self, on_message: MessageHandler, on_closed: ClosedHandler) -> None:
-        """Remember the callbacks; HTTP has no connection to open before the first POST."""
+        """Remember the callbacks; HTTP has no connection to open before the first POST.
+
+        Called again (a client's restart), it first stops and joins the
+        readers of the old session, then forgets the session (its id, its
+        loss, its GET stream), so the next ``initialize`` opens a new one.
+        """
         with self._lock:
             if self._closed:
                 raise McpConnectionError(f"MCP server at {self.url}: the transport is closed")
+            restarted = self._on_message is not None
+            streams = list(self._streams.values())
+            threads = list(self._threads)
+        if restarted:
+            self._end_session_readers(streams, threads)
+        with self._lock:
+            if self._closed:
+                raise McpConnectionError(f"MCP server at {self.url}: the transport is closed")
+            if restarted:
+                self._streams = {}
+                self._threads = set()
+                self._lost = None
+                self.session_id = None
+                self._listening = False
+                self._listener_settled = threading.Event()
             self._on_message = on_message
             self._on_closed = on_closed
+
+    def _end_session_readers(self, streams: Any, threads: Any) -> None:
+        """Stop the session's streams and join their readers, each within :data:`JOIN_TIMEOUT`."""
+        for stream in streams:
+            stream.stop()
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not current:
+                thread.join(JOIN_TIMEOUT)
+                if thread.is_alive():
+                    logger.warning("MCP HTTP reader %s did not stop within %ss", thread.name, JOIN_TIMEOUT)
 
     def set_protocol_version(self, version: str) -> None:
         """Send ``MCP-Protocol-Version: version`` on every later request."""
@@ -269,14 +305,7 @@ class HttpTransport(StreamReading, Transport):
             streams = list(self._streams.values())
             threads = list(self._threads)
         self._listener_settled.set()
-        for stream in streams:
-            stream.stop()
-        current = threading.current_thread()
-        for thread in threads:
-            if thread is not current:
-                thread.join(JOIN_TIMEOUT)
-                if thread.is_alive():
-                    logger.warning("MCP HTTP reader %s did not stop within %ss", thread.name, JOIN_TIMEOUT)
+        self._end_session_readers(streams, threads)
         if self.session_id is not None and self._lost is None:
             self._delete_session()
         if self._owns_session:
@@ -387,7 +416,7 @@ class HttpTransport(StreamReading, Transport):
         if status == 404 and had_session:
             error = McpConnectionError(
                 f"MCP server at {self.url} ended session {self.session_id} (HTTP 404 to {what}); "
-                "connect a new client to start a new session")
+                "a client with a RestartPolicy starts a new session, else connect a new client")
             self._lose(error)
             raise error
         try:

@@ -54,11 +54,13 @@ SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 #: shorter, wins); a server that does not answer is taken for an older one.
 DISCOVER_TIMEOUT = 10.0
 
-#: MCP log levels (RFC 5424 severities) to :mod:`logging` levels.
+#: MCP log levels (RFC 5424 severities) to :mod:`logging` levels, in
+#: severity order: notice and warning are WARNING; critical, alert and
+#: emergency are CRITICAL.
 LOG_LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
-    "notice": logging.INFO,
+    "notice": logging.WARNING,
     "warning": logging.WARNING,
     "error": logging.ERROR,
     "critical": logging.CRITICAL,

@@ -373,6 +373,24 @@ def test_mcp_client_over_http_fails_fast_once_the_server_ended_the_session(sdk_h
         assert time.monotonic() - started < 1.0
 
 
+def test_with_a_restart_policy_a_stale_session_is_reinitialised_and_the_refused_call_sent_again(sdk_http_server):
+    from agcore_sync.tools.mcp import RestartPolicy
+
+    url = sdk_http_server()
+    transport = HttpTransport(url)
+    policy = RestartPolicy(max_restarts=2, initial_backoff=0.0)
+    with McpClient("sdk-http", transport, timeout=MESSAGE_TIMEOUT, restart=policy) as client:
+        old = transport.session_id
+        ended = requests.delete(url, timeout=MESSAGE_TIMEOUT, headers={
+            "Mcp-Session-Id": old, "MCP-Protocol-Version": VERSION})
+        assert ended.status_code == 200
+        # The 404 means the server never ran it: the call goes to the new session.
+        assert client.call_tool("echo", {"text": "again"}).text == "again"
+        assert transport.session_id not in (None, old)
+        assert client.restart_count == 1
+        assert client.call_tool("echo", {"text": "and on"}).text == "and on"
+
+
 # -- the scripted server: exact headers, cuts, statuses --------------------------------
 
 

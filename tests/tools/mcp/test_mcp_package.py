@@ -8,7 +8,8 @@ import agcore_sync.tools.mcp as mcp
 def test_every_exported_name_is_importable_and_documented():
     assert set(mcp.__all__) == {
         "McpClient", "McpToolResult", "McpTool", "McpToolCaller", "Transport", "StdioTransport", "HttpTransport",
-        "RestartPolicy",
+        "RestartPolicy", "ServerFeatures", "McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt",
+        "McpPromptArgument", "McpPromptResult", "sampling_handler_for", "McpResourceTool",
     }
     for name in mcp.__all__:
         assert (getattr(mcp, name).__doc__ or "").strip(), name

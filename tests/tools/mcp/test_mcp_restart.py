@@ -182,12 +182,16 @@ def test_a_policy_refuses_negative_or_non_finite_values(kwargs):
 
 
 def test_restart_needs_a_transport_that_can_start_again():
+    class OneShot(StdioTransport):
+        restartable = False
+
+    with pytest.raises(ValueError, match="StdioTransport, HttpTransport"):
+        McpClient("remote", OneShot(sys.executable), restart=RestartPolicy())
+    with pytest.raises(TypeError):
+        McpClient("local", StdioTransport(sys.executable), restart={"max_restarts": 3})
     transport = HttpTransport("http://127.0.0.1:9/mcp")
     try:
-        with pytest.raises(ValueError, match="StdioTransport"):
-            McpClient("remote", transport, restart=RestartPolicy())
-        with pytest.raises(TypeError):
-            McpClient("local", StdioTransport(sys.executable), restart={"max_restarts": 3})
+        McpClient("remote", transport, restart=RestartPolicy())  # HTTP restarts: a new session
     finally:
         transport.close()
 
