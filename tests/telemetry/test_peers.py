@@ -65,9 +65,9 @@ def test_a_tool_result_with_is_error_is_a_tool_error_span(otel):
 def test_a_json_rpc_error_answer_sets_error_type_to_its_code(otel):
     with McpClient("raw", StdioTransport(sys.executable, [RAW_SERVER])) as client:
         with pytest.raises(McpError):
-            # The seam every request takes; the raw server knows no resources.
-            client._requester.request("resources/list", None, timeout=WAIT)
-    span = otel.span("resources/list")
+            # The seam every request takes; no server knows this method.
+            client._requester.request("agcore/no_such_method", None, timeout=WAIT)
+    span = otel.span("agcore/no_such_method")
     assert span.status.status_code is StatusCode.ERROR
     assert (span.attributes["error.type"], span.attributes["rpc.response.status_code"]) == ("-32601", "-32601")
 
