@@ -78,6 +78,7 @@ _EXPORTS: Dict[str, str] = {
     "MockProvider": "agcore_sync.llm.mock",
     "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
+    "OpenAIResponsesProvider": "agcore_sync.llm.responses",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
     "LlmError": "agcore_sync.llm.errors",
@@ -242,6 +243,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
+    from agcore_sync.llm.responses import OpenAIResponsesProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
     from agcore_sync.llm.types import (  # noqa: F401
         Message,

@@ -3,6 +3,13 @@
 Run from the repository root::
 
     python benchmarks/bench_stream.py [--chunks 20000] [--repeats 7] [--framing chunked|close]
+                                      [--api chat|responses]
+
+``--api responses`` runs the same comparison for
+``OpenAIResponsesProvider.chat_stream`` on a recorded-shape Responses API
+stream (``response.created``, the message item, ``response.output_text.delta``
+events, ``response.completed`` with usage), the raw readers parsing the same
+bytes.
 
 A local HTTP server on 127.0.0.1 (a thread of this process) serves one
 recorded-shape Chat Completions stream: a role chunk, content deltas of a few
@@ -40,6 +47,7 @@ from typing import Callable, Dict, List, Tuple
 import requests
 
 from agcore_sync.llm.openai import OpenAIProvider
+from agcore_sync.llm.responses import OpenAIResponsesProvider
 from agcore_sync.llm.types import Message, MessageRequest
 
 #: Bound on waiting for the server thread to start and to stop.
@@ -85,6 +93,51 @@ def build_body(n_chunks: int, framing: str) -> Tuple[bytes, int]:
     else:
         body = b"".join(events)
     return body, n_json
+
+
+def build_responses_body(n_chunks: int, framing: str) -> Tuple[bytes, int]:
+    """Return a Responses API stream body (chunk-framed if asked) and the number of JSON events in it."""
+    response = {"id": "resp_BENCH", "object": "response", "created_at": 1764547200, "model": "gpt-4.1-mini",
+                "status": "in_progress", "output": [], "usage": None}
+    counter = iter(range(10 ** 9))
+
+    def event(data) -> bytes:
+        data = {**data, "sequence_number": next(counter)}
+        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+
+    item = {"id": "msg_BENCH", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    events: List[bytes] = [event({"type": "response.created", "response": response}),
+                           event({"type": "response.output_item.added", "output_index": 0, "item": item})]
+    text: List[str] = []
+    for i in range(n_chunks - 4):
+        word = _WORDS[i % len(_WORDS)]
+        text.append(word)
+        events.append(event({"type": "response.output_text.delta", "item_id": "msg_BENCH", "output_index": 0,
+                             "content_index": 0, "delta": word, "logprobs": []}))
+    done = dict(item, status="completed", content=[{"type": "output_text", "text": "".join(text), "annotations": []}])
+    events.append(event({"type": "response.output_item.done", "output_index": 0, "item": done}))
+    events.append(event({"type": "response.completed", "response": dict(
+        response, status="completed", output=[done],
+        usage={"input_tokens": 20, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": n_chunks - 4,
+               "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": n_chunks + 16})}))
+    if framing == "chunked":
+        body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+    else:
+        body = b"".join(events)
+    return body, len(events)
+
+
+def read_ours_responses(port: int) -> Tuple[int, int]:
+    """Stream through OpenAIResponsesProvider; return (events, wire chunks seen)."""
+    provider = OpenAIResponsesProvider(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", model="gpt-4.1-mini")
+    request = MessageRequest(model=None, messages=(Message.user("Tell me a long story."),))
+    events = 0
+    try:
+        for _ in provider.chat_stream(request):
+            events += 1
+    finally:
+        provider.close()
+    return events, -1
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -209,13 +262,20 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--chunks", type=int, default=20_000, help="JSON chunks in the stream (default 20000)")
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per reader (default 7)")
     parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
+    parser.add_argument("--api", choices=("chat", "responses"), default="chat",
+                        help="Chat Completions (OpenAIProvider) or the Responses API (OpenAIResponsesProvider)")
     args = parser.parse_args(argv)
 
-    body, n_json = build_body(args.chunks, args.framing)
+    if args.api == "responses":
+        body, n_json = build_responses_body(args.chunks, args.framing)
+        ours_name, ours_read = "ours (OpenAIResponsesProvider)", read_ours_responses
+    else:
+        body, n_json = build_body(args.chunks, args.framing)
+        ours_name, ours_read = "ours (OpenAIProvider.chat_stream)", read_ours
     server = ServerThread(body, args.framing)
     server.start()
     readers: Dict[str, Callable[[int], Tuple[int, int]]] = {
-        "ours (OpenAIProvider.chat_stream)": read_ours,
+        ours_name: ours_read,
         "raw requests iter_lines": read_raw_lines,
         "raw requests read+split": read_raw_split,
     }
@@ -240,7 +300,8 @@ def main(argv: List[str]) -> int:
         if raw_chunks not in (-1, n_json):
             raise RuntimeError(f"{name} saw {raw_chunks} chunks, the body has {n_json}")
 
-    print(f"stream: {n_json} chat.completion.chunk objects + [DONE], {len(body) / 1e6:.2f} MB, "
+    what = "Responses API events" if args.api == "responses" else "chat.completion.chunk objects + [DONE]"
+    print(f"stream: {n_json} {what}, {len(body) / 1e6:.2f} MB, "
           f"framing={args.framing}, {args.repeats} interleaved runs each, medians shown")
     print(f"python {sys.version.split()[0]}, requests {requests.__version__}")
     print()
@@ -256,7 +317,7 @@ def main(argv: List[str]) -> int:
         ev_count = f"{events:7d}" if events else f"{'-':>7s}"
         print(f"{name:36s} {median:9.4f} {min(times[name]):8.4f} {rates[name]:10.0f} {ev_rate} {ev_count}")
     print()
-    ours = rates["ours (OpenAIProvider.chat_stream)"]
+    ours = rates[ours_name]
     for name in ("raw requests iter_lines", "raw requests read+split"):
         print(f"ratio ours / {name[4:]:24s} (chunks/s): {ours / rates[name]:.2f}")
     best_raw = max(rates["raw requests iter_lines"], rates["raw requests read+split"])
@@ -267,7 +328,7 @@ def main(argv: List[str]) -> int:
     # everything, so the reader's CPU time is its cost, whatever else the
     # machine is doing; wall time suffers when other processes compete.
     cpu_rates = {name: n_json / statistics.median(cpu[name]) for name in readers}
-    cpu_ratio = cpu_rates["ours (OpenAIProvider.chat_stream)"] / max(
+    cpu_ratio = cpu_rates[ours_name] / max(
         cpu_rates["raw requests iter_lines"], cpu_rates["raw requests read+split"])
     print("reader-thread CPU time (time.thread_time), medians: " + ", ".join(
         f"{name.split(' (')[0]} {statistics.median(cpu[name]):.4f} s" for name in readers))

@@ -15,13 +15,14 @@ from agcore_sync import (
     McpClient,
     MockProvider,
     OpenAIProvider,
+    OpenAIResponsesProvider,
     RetryConfig,
     RetryProvider,
     StdioTransport,
     ToolRegistry,
 )
 
-PROVIDERS = [OpenAIProvider, AnthropicProvider]
+PROVIDERS = [OpenAIProvider, OpenAIResponsesProvider, AnthropicProvider]
 
 
 def refused(exc_type, call, *names):
@@ -51,6 +52,16 @@ def refused(exc_type, call, *names):
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_providers_check_each_argument(provider, kwargs, exc_type, named):
     refused(exc_type, lambda: provider(**kwargs), named, provider.__name__)
+
+
+@pytest.mark.parametrize("kwargs, exc_type, named", [
+    ({"store": "yes"}, TypeError, "store"),
+    ({"encrypted_reasoning": "auto"}, TypeError, "encrypted_reasoning"),
+    ({"reasoning_summary": "verbose"}, ValueError, "reasoning_summary"),
+    ({"azure": 1}, TypeError, "azure"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_the_responses_provider_checks_its_own_arguments(kwargs, exc_type, named):
+    refused(exc_type, lambda: OpenAIResponsesProvider(**kwargs), named, "OpenAIResponsesProvider")
 
 
 def test_a_base_url_without_a_scheme_is_explained():

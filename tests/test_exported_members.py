@@ -31,6 +31,7 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
              "retry_instructions"}
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"UsageLimits", "UsageLimitExceeded", "RunUsage"}  # limits; instrument() is in agcore_sync.telemetry
+EXPORTED |= {"OpenAIResponsesProvider"}
 EXPORTED |= {"McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt", "McpPromptArgument",
              "McpPromptResult", "sampling_handler_for", "McpResourceTool"}
 EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",

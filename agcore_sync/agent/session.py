@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from agcore_sync import _check, _instrument
 from agcore_sync.agent._ended_turns import EndedTurns
@@ -58,7 +58,7 @@ from agcore_sync.loop._conversation import check_parts
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.loop.limits import RunUsage, UsageLimits, run_usage
 from agcore_sync.loop.pause import PausedTurn
-from agcore_sync.loop.tool_loop import ToolLoop, TurnRecord
+from agcore_sync.loop.tool_loop import OutputPlan, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,7 +67,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AgentSession", "FORMAT_VERSION"]
 
 logger = _instrument.get_logger("agcore_sync.session")
-
 
 
 class AgentSession:
@@ -124,10 +123,9 @@ class AgentSession:
 
     # -- read-only views ---------------------------------------------------------
 
-    @property
-    def provider(self) -> LlmProvider:
-        """The model."""
-        return self._cycle.provider
+    provider = property(lambda self: self._cycle.provider, lambda self, value: setattr(self._cycle, "provider",
+                        _check.instance("AgentSession", "provider", value, LlmProvider, "an LlmProvider")),
+                        doc="The model; assign another LlmProvider to switch from the next request on.")
 
     @property
     def config(self) -> CycleConfig:
@@ -238,40 +236,41 @@ class AgentSession:
         # The stream has already put the turn's messages into the slot.
         self._end_turn(record, append_messages=False)
 
-    def submit_turn(self, user_input: str) -> MessageResponse:
+    def submit_turn(self, user_input: Union[str, Message], *, output: Any = None) -> MessageResponse:
         """Run one turn to its end, or to a pause, and return the last response.
 
-        If calls need approval the turn pauses once the round's other calls
-        have run: the response whose calls wait is returned and
-        :attr:`pending_approvals` lists them (see :meth:`resume_turn`).
+        If calls need approval the turn pauses once the round's other calls have run: the response whose
+        calls wait is returned and :attr:`pending_approvals` lists them (see :meth:`resume_turn`).
+        ``user_input`` may be a ``Message`` (images...); ``output=`` asks for structured output (``response.output``).
 
         Raises:
-            SlotReadonlyError: the current slot is readonly (nothing sent).
+            SlotReadonlyError, TypeError, ValueError: a readonly slot; ``output`` is no usable schema.
             TurnPausedError: a turn is paused (resume or cancel it first).
             AgentError: a turn is already open.
             LlmError, ToolError, HookError: the turn failed; it still ended.
         """
+        loop = ToolLoop(self._cycle, self.registry, pausable=True, output=OutputPlan.of(output, self.config))
         self._start_turn()
-        loop = ToolLoop(self._cycle, self.registry, pausable=True)
         try:
             return loop.run(user_input)
         finally:
             self._end_turn(loop.record(), append_messages=True)
 
-    def submit_turn_stream(self, user_input: str, *, max_buffered_events: Optional[int] = None) -> TurnStream:
+    def submit_turn_stream(self, user_input: Union[str, Message], *, max_buffered_events: Optional[int] = None,
+                           output: Any = None) -> TurnStream:
         """Start a turn and return its stream; ``ON_TURN_START`` has fired.
 
-        The turn ends by itself when the stream is exhausted or closed.
+        The turn ends by itself when the stream is exhausted or closed; ``output=`` as in :meth:`submit_turn`.
 
         Raises:
-            SlotReadonlyError: the current slot is readonly (no stream starts).
-            TurnPausedError: a turn is paused (resume or cancel it first).
-            AgentError: a turn is already open.
+            SlotReadonlyError, TypeError, ValueError: a readonly slot; ``output`` is no usable schema.
+            TurnPausedError, AgentError: a turn is paused (resume or cancel it first), or already open.
         """
+        plan = OutputPlan.of(output, self.config)
         self._start_turn()
         try:
             stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
-                                max_buffered_events=max_buffered_events)
+                                max_buffered_events=max_buffered_events, output=plan)
         except BaseException as exc:
             self._turn_open = False
             self._turn.close(error=exc)

@@ -12,9 +12,11 @@ the paused turn. Created by :meth:`AgentSession.submit_turn_stream
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Tuple
+from typing import Callable, Mapping, Optional, Tuple, Union
 
 from agcore_sync.hooks import Decision, HookError
+from agcore_sync.llm.types import Message
+from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.cycle import LlmCycle
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import TurnRecord
@@ -38,21 +40,23 @@ class TurnStream(ToolLoopStream):
     Args:
         cycle: the session's cycle, bound to its current slot.
         registry: the tools.
-        user_input: the turn's user message (None when resuming).
+        user_input: the turn's user message, a str or a ``Message`` (None when resuming).
         end_turn: called once with the turn's
             :class:`~agcore_sync.loop.tool_loop.TurnRecord` when the stream
             ends (the messages are already in the cycle's history, unless the
             turn paused).
         max_buffered_events: bounds the event queue (None: unbounded).
         resume: ``(paused, decisions)`` to continue a paused turn.
+        output: the turn's structured-output plan, or None.
     """
 
-    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: Optional[str], *,
+    def __init__(self, cycle: LlmCycle, registry: ToolRegistry, user_input: Union[str, Message, None], *,
                  end_turn: Callable[[TurnRecord], None], max_buffered_events: Optional[int] = None,
-                 resume: Optional[Tuple[PausedTurn, Mapping[str, Decision]]] = None) -> None:
+                 resume: Optional[Tuple[PausedTurn, Mapping[str, Decision]]] = None,
+                 output: Optional[OutputPlan] = None) -> None:
         self._end_turn = end_turn
         super().__init__(cycle, registry, user_input, max_buffered_events=max_buffered_events, pausable=True,
-                         resume=resume)
+                         resume=resume, output=output)
 
     def _on_end(self, record: TurnRecord) -> None:
         try:

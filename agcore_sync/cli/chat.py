@@ -5,19 +5,23 @@ line per tool call and per result, and on a terminal a spinner with the
 elapsed time while tools run. Ctrl-C during a turn cancels it (the stream
 is closed, complete rounds are kept) and returns to the prompt; Ctrl-C or
 end of input at the prompt leaves. Lines starting with ``/`` are commands
-(``/help`` lists them).
+(``/help`` lists them). ``/image PATH`` attaches an image (PNG, JPEG, GIF or
+WebP, checked at once) to the next message.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
-from typing import Callable, Dict, List, TextIO
+from typing import Callable, Dict, List, TextIO, Union
 
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
 from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
 from agcore_sync.cli.setup import CliError, Setup
 from agcore_sync.errors import AgcoreError
+from agcore_sync.llm.media import ImageBlock
+from agcore_sync.llm.types import Message
 
 __all__ = ["ChatRepl", "PROMPT"]
 
@@ -27,6 +31,7 @@ PROMPT = "you> "
 _HELP = """commands:
   /help              this list
   /tools             the tools the model may call
+  /image PATH        attach an image to your next message
   /cost              tokens and cost so far
   /slots             list the slots (* marks the current one)
   /slots new NAME    create a slot (an empty history)
@@ -60,9 +65,12 @@ class ChatRepl:
         self._read_line = read_line
         self.session = setup.new_session()
         self._printer = EventPrinter(out, spinner=out.isatty())
+        #: Images attached with /image, sent with the next message.
+        self._attached: List[ImageBlock] = []
         self._commands: Dict[str, Callable[[List[str]], None]] = {
             "help": self._help,
             "tools": self._tools,
+            "image": self._image,
             "cost": self._cost,
             "slots": self._slots,
             "save": self._save,
@@ -122,8 +130,10 @@ class ChatRepl:
     # -- turns ------------------------------------------------------------------
 
     def _turn(self, text: str) -> None:
+        user_input: Union[str, Message] = Message.user(text, *self._attached) if self._attached else text
+        self._attached = []
         try:
-            outcome = run_turn(self.session, text, self._printer, self._setup.interrupt)
+            outcome = run_turn(self.session, user_input, self._printer, self._setup.interrupt)
         except AgcoreError as exc:  # the session refused the turn (readonly slot...)
             self._error(f"{type(exc).__name__}: {exc}")
             return
@@ -158,6 +168,14 @@ class ChatRepl:
             tool = self._setup.registry.get(name)
             description = one_line(tool.description) if tool is not None else ""
             self._say(f"  {name}: {description}")
+
+    def _image(self, words: List[str]) -> None:
+        path = _one_path(words, "image")
+        image = ImageBlock.from_path(path)  # a ValueError (type, size, unreadable) is reported by _command
+        self._attached.append(image)
+        size = len(base64.b64decode(image.data or ""))
+        self._say(f"attached {path} ({image.media_type}, {size} bytes); "
+                  f"it goes with your next message ({len(self._attached)} attached)")
 
     def _cost(self, words: List[str]) -> None:
         usage = self.session.cost_so_far

@@ -2,10 +2,14 @@
 
 - ``agcore-sync demo``: one streaming, tool-using turn. With no options it
   runs on the built-in scripted demo model (no key, no network); with
-  ``--provider openai|anthropic --model M [--base-url URL]`` the same question
+  ``--provider openai|openai-responses|anthropic --model M [--base-url URL]`` the same question
   and tools go to a real endpoint, the key read from ``OPENAI_API_KEY`` /
   ``ANTHROPIC_API_KEY``. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
   tools of an MCP server started over stdio.
+  ``--output SPEC`` asks for structured output: SPEC is a JSON Schema file
+  or ``module:Class`` (a dataclass, TypedDict, attrs or pydantic class
+  importable from the current directory); the validated object is printed
+  after the turn.
 - ``agcore-sync chat``: an interactive session (see :mod:`agcore_sync.cli.chat`).
 
 Failures (a missing key, an unreachable URL, an MCP server that does not
@@ -22,9 +26,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import json
 import logging
+import os
 import sys
-from typing import List, Optional, TextIO
+from typing import Any, List, Optional, TextIO
 
 from agcore_sync._version import __version__
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
@@ -66,8 +73,9 @@ def _count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     model = common.add_argument_group("model")
-    model.add_argument("--provider", choices=("openai", "anthropic"),
-                       help="a real provider (default: the built-in scripted demo model)")
+    model.add_argument("--provider", choices=("openai", "openai-responses", "anthropic"),
+                       help="a real provider: OpenAI Chat Completions, the OpenAI Responses API or Anthropic "
+                            "(default: the built-in scripted demo model)")
     model.add_argument("--model", help="the model name, required with --provider")
     model.add_argument("--base-url", help="the API root, e.g. http://localhost:11434/v1 for Ollama "
                                           "(OpenAI URLs include /v1; a local server needs no key)")
@@ -90,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", parents=[common], help="run one streaming, tool-using turn",
                                description="Run one streaming, tool-using turn and print it as it happens.")
     demo.add_argument("--question", default=DEMO_QUESTION, help="what to ask (default: a question for the tools)")
+    demo.add_argument("--output", metavar="SPEC",
+                      help="ask for structured output: a JSON Schema file, or module:Class (a dataclass, "
+                           "TypedDict, attrs or pydantic class); the validated object is printed")
     commands.add_parser("chat", parents=[common], help="an interactive session with tools",
                         description="An interactive session: type a message, or /help for the commands.")
     return parser
@@ -130,8 +141,56 @@ def _describe(exc: AgcoreError) -> str:
     return message
 
 
-def run_demo(setup: Setup, question: str, out: TextIO, err: TextIO) -> int:
-    """Run the demo turn on ``setup`` and print it; return the exit status."""
+def load_output(spec: str) -> Any:
+    """Return the ``OutputSchema`` that ``--output`` names: a JSON Schema file, or ``module:Class``.
+
+    Raises:
+        CliError: the file cannot be read or is not JSON, the class cannot
+            be imported, or what was found is no usable schema (exit 2).
+    """
+    if os.path.exists(spec) or ":" not in spec:
+        try:
+            with open(spec, encoding="utf-8") as file:
+                target: Any = json.load(file)
+        except OSError as exc:
+            raise CliError(f"--output: cannot read {spec!r}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise CliError(f"--output: {spec!r} is not JSON: {exc}") from None
+    else:
+        module_name, _, attribute = spec.partition(":")
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as ``python -m`` does, so a module next to the user is found
+        try:
+            target = importlib.import_module(module_name)
+            for part in attribute.split("."):
+                target = getattr(target, part)
+        except ImportError as exc:
+            raise CliError(f"--output: cannot import {module_name!r}: {exc}") from None
+        except AttributeError:
+            raise CliError(f"--output: {module_name!r} has no {attribute!r}") from None
+    from agcore_sync.llm.output import OutputSchema  # only when --output is given
+
+    try:
+        return OutputSchema.of(target)
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"--output: {spec!r} is not a usable output schema: {exc}") from None
+
+
+def _shown(value: Any) -> str:
+    """Return the validated output as one line: JSON for plain data, the repr for an instance."""
+    if value is None or isinstance(value, (dict, list, str, int, float, bool)):
+        from agcore_sync.llm.output import dump_json
+
+        return json.dumps(dump_json(value), ensure_ascii=False)
+    return repr(value)
+
+
+def run_demo(setup: Setup, question: str, out: TextIO, err: TextIO, output: Any = None) -> int:
+    """Run the demo turn on ``setup`` and print it; return the exit status.
+
+    With ``output`` the turn asks for structured output and the validated
+    object is printed after it, as ``[output] ...``.
+    """
     out.write(f"{_PROG} demo: {setup.description}\n")
     out.write(f"tools: {', '.join(sorted(setup.registry.list_tools())) or '(none)'}\n")
     for note in setup.notes:
@@ -141,13 +200,15 @@ def run_demo(setup: Setup, question: str, out: TextIO, err: TextIO) -> int:
     out.flush()
     session = setup.new_session()
     printer = EventPrinter(out, spinner=out.isatty())
-    outcome = run_turn(session, question, printer, setup.interrupt)
+    outcome = run_turn(session, question, printer, setup.interrupt, output=output)
     if outcome is TurnOutcome.CANCELLED:
         printer.note("[cancelled] the turn was stopped")
         return EXIT_INTERRUPTED
     if outcome is TurnOutcome.FAILED:
         _fail(err, setup.explain(printer.error or "the turn failed", printer.exception))
         return 1
+    if output is not None:
+        printer.note(f"[output] {_shown(printer.output)}")
     usage = session.cost_so_far
     cost = "unknown (no price for this model)" if session.cost_usd is None else f"${session.cost_usd:.6f}"
     printer.note(f"[usage] {usage.prompt_tokens} tokens in, {usage.completion_tokens} out; cost {cost}")
@@ -171,9 +232,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         with contextlib.ExitStack() as stack:
+            output = load_output(args.output) if getattr(args, "output", None) else None
             setup = build(args, stack)
             if args.command == "demo":
-                return run_demo(setup, args.question, out, err)
+                return run_demo(setup, args.question, out, err, output)
             from agcore_sync.cli.chat import ChatRepl
 
             return ChatRepl(setup, out, err).run()

@@ -19,18 +19,20 @@ import enum
 import itertools
 import threading
 import time
-from typing import Dict, Optional, TextIO, Tuple
+from typing import Any, Dict, Optional, TextIO, Tuple, Union
 
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.cli.interrupt import TurnInterrupt
 from agcore_sync.llm.events import (
     Error,
+    MessageComplete,
     MessageStart,
     StreamEvent,
     TextDelta,
     ToolExecutionCompleted,
     ToolExecutionStarted,
 )
+from agcore_sync.llm.types import Message
 
 __all__ = ["EventPrinter", "TurnOutcome", "run_turn", "one_line", "format_duration"]
 
@@ -80,6 +82,8 @@ class EventPrinter:
     Attributes:
         error: the one-line message of the last ``Error`` event, or None.
         exception: the exception the last ``Error`` event carried, or None.
+        output: the structured output of the turn's last ``MessageComplete``
+            (None when no output was asked for).
 
     Safe to call from two threads: the turn thread calls :meth:`show`, the
     main thread :meth:`tick` and :meth:`note`; one lock orders the writes.
@@ -96,6 +100,7 @@ class EventPrinter:
         self._running: Dict[str, Tuple[str, float]] = {}
         self.error: Optional[str] = None
         self.exception: Optional[BaseException] = None
+        self.output: Any = None
 
     def reset(self) -> None:
         """Forget the previous turn's state."""
@@ -104,6 +109,7 @@ class EventPrinter:
             self._running.clear()
             self.error = None
             self.exception = None
+            self.output = None
 
     def show(self, event: StreamEvent) -> None:
         """Write what ``event`` means for a reader."""
@@ -119,6 +125,8 @@ class EventPrinter:
                 self._line_open = not event.text.endswith("\n")
             elif isinstance(event, MessageStart):
                 self._in_text = False
+            elif isinstance(event, MessageComplete):
+                self.output = event.full_response.output
             elif isinstance(event, ToolExecutionStarted):
                 self._start_line()
                 self._in_text = False
@@ -180,8 +188,8 @@ class EventPrinter:
         self._out.write(text)
 
 
-def run_turn(session: AgentSession, user_input: str, printer: EventPrinter,
-             interrupt: Optional[TurnInterrupt] = None) -> TurnOutcome:
+def run_turn(session: AgentSession, user_input: Union[str, Message], printer: EventPrinter,
+             interrupt: Optional[TurnInterrupt] = None, *, output: Any = None) -> TurnOutcome:
     """Run one streamed turn, printing it; Ctrl-C cancels the turn.
 
     On ``KeyboardInterrupt`` the stream is closed: the turn ends with its
@@ -193,9 +201,11 @@ def run_turn(session: AgentSession, user_input: str, printer: EventPrinter,
 
     Args:
         session: the session to run the turn on.
-        user_input: the user's message.
+        user_input: the user's message (text, or a :class:`Message` with images).
         printer: where the turn is written.
         interrupt: fired on cancel; armed before the turn starts.
+        output: the structured output to ask for (``printer.output`` has
+            the validated value after the turn), or None.
 
     Returns:
         How the turn ended; on FAILED, ``printer.error`` says why.
@@ -207,7 +217,7 @@ def run_turn(session: AgentSession, user_input: str, printer: EventPrinter,
     if interrupt is not None:
         interrupt.arm()
     printer.reset()
-    stream = session.submit_turn_stream(user_input)
+    stream = session.submit_turn_stream(user_input, output=output)
     done = threading.Event()
 
     def consume() -> None:

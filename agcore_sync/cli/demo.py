@@ -25,12 +25,14 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from agcore_sync.cli.interrupt import TurnInterrupt
 from agcore_sync.llm.cost import Pricing
 from agcore_sync.llm.events import StreamEvent
+from agcore_sync.llm.media import ImageBlock
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import (
     Message,
     MessageRequest,
     MessageResponse,
     Role,
+    ToolChoice,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
@@ -173,23 +175,102 @@ class DemoProvider(MockProvider):
         - After tool results: a text answer built from them.
         - After a user message naming something the offered tools can do:
           a short text and the tool calls.
+        - After a user message with images: a text saying it cannot see them.
         - Otherwise: a text saying what the demo model understands.
+
+        When the request asks for structured output (``output=``: the
+        native schema or the ``"tool"`` mode's output tool), the final
+        answer is an object in that schema, filled from the tool results.
         """
         offered = {definition.name for definition in request.tools}
         messages = list(request.messages)
         results = _trailing_results(messages)
         if results:
             text = _answer_from_results(messages, results)
-            return self._text(request, text)
+            return self._answer(request, text, results)
         question = messages[-1].text if messages and messages[-1].role == Role.USER else ""
         calls = [call for call in _calls_for(question) if call[0] in offered]
         if calls:
             response = MockProvider.tool_calls(*calls, text="Let me use my tools for that.", model=self.model)
             return _with_usage(response, request)
-        return self._text(request, _HELP)
+        images = [b for b in messages[-1].content if isinstance(b, ImageBlock)] if messages else []
+        if images:
+            kinds = ", ".join(b.media_type or "an image URL" for b in images)
+            return self._answer(request, f"I got {len(images)} image(s) ({kinds}), but I am the scripted demo "
+                                         "model and cannot see them. Connect a real model to describe them.", [])
+        return self._answer(request, _HELP, [])
+
+    def _answer(self, request: MessageRequest, text: str, results: Sequence[ToolResultBlock]) -> MessageResponse:
+        """Answer with ``text``, or, when the request asks for structured output, with an object in its schema.
+
+        The object is filled from the tool results: numbers from the
+        numeric results in order, strings with ``text``.
+        """
+        schema, tool_name = _asked_schema(request)
+        if schema is None:
+            return self._text(request, text)
+        numbers = [_number(r.text) for r in results if re.fullmatch(_NUMBER, r.text.strip())]
+        value = _fill(schema, schema, numbers or [0], text, [0])
+        if tool_name is not None:
+            call = ToolUseBlock("call_demo_output", tool_name, value)
+            return _with_usage(MockProvider.tool_calls(call, model=self.model), request)
+        return self._text(request, json.dumps(value))
 
     def _text(self, request: MessageRequest, text: str) -> MessageResponse:
         return _with_usage(MockProvider.text(text, model=self.model), request)
+
+
+#: The ``"tool"`` output mode's tool (``agcore_sync.llm.output.OUTPUT_TOOL_NAME``).
+_OUTPUT_TOOL_NAME = "final_result"
+
+
+def _asked_schema(request: MessageRequest) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """Return the JSON Schema the request asks the answer to follow, and the output tool's name in tool mode."""
+    if request.output is not None:
+        return request.output.json_schema, None
+    if isinstance(request.tool_choice, ToolChoice) or request.tool_choice == "required":
+        for definition in request.tools:
+            if definition.name == _OUTPUT_TOOL_NAME:
+                return definition.parameters, definition.name
+    return None, None
+
+
+def _fill(schema: Dict[str, Any], root: Dict[str, Any], numbers: List[Union[int, float]], text: str,
+          used: List[int]) -> Any:
+    """Return a value in ``schema``: numbers taken from ``numbers`` in turn, strings ``text``."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#"):
+        target: Any = root
+        for part in ref[1:].strip("/").split("/"):
+            if part:
+                target = target[part]
+        return _fill(target, root, numbers, text, used)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = [b for b in schema.get(key, ()) if b.get("type") != "null"]
+        if branches:
+            return _fill(branches[0], root, numbers, text, used)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {name: _fill(sub, root, numbers, text, used) for name, sub in properties.items()}
+    if kind == "array":
+        return [_fill(schema.get("items", {}), root, numbers, text, used)
+                for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind in ("integer", "number"):
+        value = numbers[used[0] % len(numbers)]
+        used[0] += 1
+        return int(value) if kind == "integer" else value
+    if kind == "string":
+        return text
+    if kind == "boolean":
+        return True
+    return None
 
 
 def _with_usage(response: MessageResponse, request: MessageRequest) -> MessageResponse:
@@ -253,9 +334,9 @@ def _answer_from_results(messages: Sequence[Message], results: Sequence[ToolResu
         name = use.name if use is not None else "a tool"
         arguments = use.input if use is not None and isinstance(use.input, dict) else {}
         if result.is_error:
-            sentences.append(f"The tool {name} failed: {result.content}")
+            sentences.append(f"The tool {name} failed: {result.text}")
         else:
-            sentences.append(_PHRASES.get(name, _generic_phrase)(arguments, result.content, name))
+            sentences.append(_PHRASES.get(name, _generic_phrase)(arguments, result.text, name))
     return " ".join(sentences)
 
 

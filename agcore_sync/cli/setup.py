@@ -28,7 +28,8 @@ __all__ = ["CliError", "Setup", "build"]
 #: Longest an ``--mcp`` server name (its command line) is shown in errors, in characters.
 MAX_SERVER_NAME = 60
 
-_KEYS = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+_KEYS = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+         "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
 
 
 class CliError(Exception):
@@ -124,7 +125,7 @@ def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         return DemoProvider(), "the built-in scripted demo model (no key, no network)", DEMO_PRICING
     key_name, url_name = _KEYS[args.provider]
     if not args.model:
-        example = "gpt-4o-mini" if args.provider == "openai" else "claude-sonnet-4-5"
+        example = "claude-sonnet-4-5" if args.provider == "anthropic" else "gpt-4o-mini"
         raise CliError(f"--provider {args.provider} needs --model (for example --model {example})")
     base_url = args.base_url or os.environ.get(url_name) or None
     if not os.environ.get(key_name) and base_url is None:
@@ -134,6 +135,10 @@ def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         from agcore_sync.llm.openai import OpenAIProvider
 
         provider: Any = OpenAIProvider(args.model, base_url=base_url, timeout=args.timeout)
+    elif args.provider == "openai-responses":
+        from agcore_sync.llm.responses import OpenAIResponsesProvider
+
+        provider = OpenAIResponsesProvider(args.model, base_url=base_url, timeout=args.timeout)
     else:
         from agcore_sync.llm.anthropic import AnthropicProvider
 

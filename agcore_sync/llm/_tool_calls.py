@@ -15,15 +15,34 @@ block after it carries the repaired value:
 
 from __future__ import annotations
 
+import hashlib
+import re
 import secrets
 from typing import Any, Set
 
-__all__ = ["new_tool_call_id", "ToolCallIds", "arguments_text"]
+__all__ = ["new_tool_call_id", "ToolCallIds", "arguments_text", "wire_tool_id"]
+
+# Anthropic's rule for tool_use ids; OpenAI's ids (call_..., fc_...) keep to it.
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def new_tool_call_id(prefix: str = "call_") -> str:
     """Return a new tool-call id: ``prefix`` and 24 random hex digits."""
     return prefix + secrets.token_hex(12)
+
+
+def wire_tool_id(tool_id: str) -> str:
+    """Return ``tool_id`` as an API that allows only ``[A-Za-z0-9_-]{1,64}`` takes it.
+
+    Ids that keep the rule (Anthropic's ``toolu_...``, OpenAI's ``call_...``)
+    are unchanged; any other (an OpenAI-compatible server's ``"functions.add:0"``)
+    maps to the same safe id every time, so a call and its result stay
+    paired when a session moves between providers.
+    """
+    if _SAFE_ID.match(tool_id):
+        return tool_id
+    digest = hashlib.sha256(tool_id.encode("utf-8")).hexdigest()[:16]
+    return (re.sub(r"[^A-Za-z0-9_-]", "_", tool_id)[:40] + "_" + digest).lstrip("_") or digest
 
 
 def arguments_text(text: str) -> str:

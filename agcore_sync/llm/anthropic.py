@@ -10,6 +10,18 @@ format at this edge only:
   merged, since the API requires user and assistant turns to alternate.
 - Thinking blocks go back unchanged: ``thinking`` with its ``signature``,
   ``redacted_thinking`` with its ``data``.
+- Images and documents are ``image`` / ``document`` blocks (a ``base64``,
+  ``url`` or ``text`` source); a tool result's images stay inside its
+  ``tool_result``.
+- Request controls: ``output`` and ``reasoning_effort`` share one
+  ``output_config`` (``format``, ``effort``); ``thinking`` is
+  ``{"type": "enabled", "budget_tokens": n}`` or ``{"type": "adaptive"}``
+  (with no ``max_tokens`` on the request, ``max_tokens`` is the budget plus
+  :data:`DEFAULT_MAX_TOKENS`); ``prompt_cache`` places at most four
+  ``cache_control`` breakpoints: the last tool, the system prompt, the last
+  message, and the message that was last in the previous round of a tool
+  loop (so each round reads the previous round's cache); ``extra_body`` is
+  merged last, its keys replacing the body's.
 - Streams are read as their bytes arrive and translated event by event by
   :class:`~agcore_sync.llm._anthropic_stream.AnthropicStreamTranslator`; the
   closing ``MessageComplete`` is built from the very events yielded, so
@@ -40,7 +52,9 @@ from agcore_sync.llm._anthropic_stream import (
     usage_from_wire,
 )
 from agcore_sync.llm._http_provider import HttpProvider
-from agcore_sync.llm._tool_calls import ToolCallIds
+from agcore_sync.llm._media_wire import anthropic_block, anthropic_tool_result_content
+from agcore_sync.llm._thinking_origin import ANTHROPIC, origin_of
+from agcore_sync.llm._tool_calls import ToolCallIds, wire_tool_id
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import ResponseParseError
 from agcore_sync.llm.events import StreamEvent
@@ -57,7 +71,12 @@ from agcore_sync.llm.types import (
     ToolUseBlock,
 )
 
-__all__ = ["AnthropicProvider", "DEFAULT_BASE_URL", "DEFAULT_ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS"]
+__all__ = [
+    "AnthropicProvider",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_ANTHROPIC_VERSION",
+    "DEFAULT_MAX_TOKENS",
+]
 
 logger = _instrument.get_logger("agcore_sync.llm")
 
@@ -102,17 +121,20 @@ def _block_to_wire(block: ContentBlock) -> Optional[Dict[str, Any]]:
         return {"type": "text", "text": block.text} if block.text else None
     if isinstance(block, ToolUseBlock):
         tool_input = block.input if isinstance(block.input, dict) else {}
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": tool_input}
+        return {"type": "tool_use", "id": wire_tool_id(block.id), "name": block.name, "input": tool_input}
     if isinstance(block, ToolResultBlock):
-        return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content,
-                "is_error": block.is_error}
+        return {"type": "tool_result", "tool_use_id": wire_tool_id(block.tool_use_id),
+                "content": anthropic_tool_result_content(block.content), "is_error": block.is_error}
     if isinstance(block, ThinkingBlock):
+        if origin_of(block) != ANTHROPIC:
+            # Unsigned reasoning, or another provider's blob (a Responses
+            # reasoning item): the API would refuse it.
+            return None
         if block.redacted_data is not None:
             return {"type": "redacted_thinking", "data": block.redacted_data}
-        if block.signature is not None:
-            return {"type": "thinking", "thinking": block.text, "signature": block.signature}
-        # Unsigned reasoning (from another provider) would be refused by the API.
-        return None
+        return {"type": "thinking", "thinking": block.text, "signature": block.signature}
+    if block.type in ("image", "document"):
+        return anthropic_block(block)
     raise TypeError(f"Anthropic: cannot send a content block of type {type(block).__name__}")
 
 
@@ -142,6 +164,50 @@ def _tool_choice_to_wire(choice: Any) -> Dict[str, Any]:
     if choice == "required":
         return {"type": "any"}
     return {"type": choice}  # "auto" or "none"
+
+
+#: The ``cache_control`` of every breakpoint (the default five-minute cache).
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def _place_cache_breakpoints(body: Dict[str, Any]) -> None:
+    """Put ``cache_control`` breakpoints on a request body, at most four.
+
+    1. the last tool definition (caches every tool);
+    2. the system prompt (sent as one text block);
+    3. the last block of the last message: this request's whole prefix is
+       written to the cache;
+    4. the last block of the message two before it (the user message that
+       ended the previous request of a tool loop: ``user``, ``assistant``,
+       ``user``): the next round reads the previous round's cache there,
+       however many blocks the round added.
+
+    Tools, system and earlier messages are sent identically round after
+    round, so the cached prefix stays valid. Thinking blocks are never
+    marked (the API refuses ``cache_control`` on them); an empty block list
+    is left alone.
+    """
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": dict(CACHE_CONTROL)}
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": dict(CACHE_CONTROL)}]
+    messages = body.get("messages") or []
+    for index in (len(messages) - 1, len(messages) - 3):
+        if index < 0:
+            continue
+        content = messages[index]["content"]
+        for position in range(len(content) - 1, -1, -1):
+            if content[position].get("type") not in ("thinking", "redacted_thinking"):
+                content[position] = {**content[position], "cache_control": dict(CACHE_CONTROL)}
+                break
+
+
+def _thinking_to_wire(thinking: Any) -> Dict[str, Any]:
+    if thinking == "adaptive":
+        return {"type": "adaptive"}
+    return {"type": "enabled", "budget_tokens": int(thinking)}
 
 
 class AnthropicProvider(HttpProvider):
@@ -207,10 +273,11 @@ class AnthropicProvider(HttpProvider):
         system, messages = _messages_to_wire(request.messages)
         if request.system:
             system.insert(0, request.system)
-        body: Dict[str, Any] = {
-            "model": model,
-            "max_tokens": DEFAULT_MAX_TOKENS if request.max_tokens is None else request.max_tokens,
-        }
+        max_tokens = request.max_tokens
+        if max_tokens is None:
+            budget = request.thinking if isinstance(request.thinking, int) else 0
+            max_tokens = DEFAULT_MAX_TOKENS + budget  # the budget must stay below max_tokens
+        body: Dict[str, Any] = {"model": model, "max_tokens": max_tokens}
         if system:
             body["system"] = "\n\n".join(system)
         body["messages"] = messages
@@ -223,8 +290,24 @@ class AnthropicProvider(HttpProvider):
             body["temperature"] = request.temperature
         if request.stop:
             body["stop_sequences"] = list(request.stop)
+        if request.thinking is not None:
+            body["thinking"] = _thinking_to_wire(request.thinking)
+        output_config: Dict[str, Any] = {}
+        if request.output is not None:
+            # Loaded here: a request with an output schema means the module is loaded already.
+            from agcore_sync.llm.output import anthropic_output_format
+
+            output_config["format"] = anthropic_output_format(request.output)
+        if request.reasoning_effort is not None:
+            output_config["effort"] = request.reasoning_effort
+        if output_config:
+            body["output_config"] = output_config
+        if request.prompt_cache:
+            _place_cache_breakpoints(body)
         if stream:
             body["stream"] = True
+        if request.extra_body:
+            body.update(request.extra_body)
         return body
 
     def chat(self, request: MessageRequest) -> MessageResponse:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import requests
 
+from agcore_sync import _check
 from agcore_sync.llm._http_provider import HttpProvider
+from agcore_sync.llm._media_wire import chat_part, chat_tool_result
 from agcore_sync.llm._openai_stream import OpenAIStreamTranslator, error_from_body, stop_reason, usage_from_wire
 from agcore_sync.llm._tool_calls import ToolCallIds
 from agcore_sync.llm.cost import PricingArg
@@ -35,10 +37,54 @@ from agcore_sync.llm.types import (
     ToolUseBlock,
 )
 
-__all__ = ["OpenAIProvider", "DEFAULT_OPENAI_BASE_URL"]
+__all__ = ["OpenAIProvider", "DEFAULT_OPENAI_BASE_URL", "AZURE_API_PATH", "openai_key_and_url", "openai_auth_headers"]
 
 #: The public endpoint, used when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set.
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+#: The path of Azure OpenAI's v1 API under a resource endpoint.
+AZURE_API_PATH = "/openai/v1"
+
+
+def openai_key_and_url(api_key: Optional[str], base_url: Optional[str], *, azure: bool,
+                       owner: str = "OpenAIProvider") -> Tuple[Optional[str], str]:
+    """Resolve the key and API root of an OpenAI provider from its arguments and the environment.
+
+    OpenAI: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, then the public
+    endpoint. Azure OpenAI (``azure=True``): ``AZURE_OPENAI_API_KEY``, and
+    ``AZURE_OPENAI_ENDPOINT`` with ``/openai/v1`` added (the v1 API, which
+    takes the deployment name as ``model`` and needs no ``api-version``).
+
+    Args:
+        api_key: the key given, or None to read the environment.
+        base_url: the API root given, or None to read the environment.
+        azure: resolve for Azure OpenAI.
+        owner: the class named in errors.
+
+    Raises:
+        ValueError: ``azure=True`` with neither ``base_url`` nor
+            ``AZURE_OPENAI_ENDPOINT``.
+    """
+    if not azure:
+        if api_key is None:
+            api_key = os.environ.get("OPENAI_API_KEY")
+        return api_key, base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+    if api_key is None:
+        api_key = os.environ.get("AZURE_OPENAI_API_KEY")
+    if not base_url:
+        endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT", "").rstrip("/")
+        if not endpoint:
+            raise ValueError(f"{owner}: azure=True needs base_url (https://<resource>.openai.azure.com/openai/v1) "
+                             "or the AZURE_OPENAI_ENDPOINT variable")
+        base_url = endpoint if endpoint.endswith(AZURE_API_PATH) else endpoint + AZURE_API_PATH
+    return api_key, base_url
+
+
+def openai_auth_headers(api_key: Optional[str], *, azure: bool) -> Dict[str, str]:
+    """Return the auth header: ``Authorization: Bearer`` (OpenAI) or ``api-key`` (Azure); none without a key."""
+    if not api_key:
+        return {}
+    return {"api-key": api_key} if azure else {"Authorization": f"Bearer {api_key}"}
 
 
 class OpenAIProvider(HttpProvider):
@@ -67,6 +113,18 @@ class OpenAIProvider(HttpProvider):
       and the failure.
     - ``tools`` and ``tool_choice`` are sent only when the request has tools;
       ``max_tokens`` goes under the key ``max_tokens_param``.
+    - A user message with images or documents sends ``content`` as a list
+      of parts (``image_url`` with a data URL or the image's URL, ``file``
+      with ``file_data`` for a PDF, text for a text document). A ``tool``
+      message takes text only, so the images of a round's tool results
+      follow the round's tool messages in one ``user`` message (a text part
+      naming the call before each call's images).
+    - Request controls: ``output`` is ``response_format`` (``json_schema``,
+      strict where the schema allows); ``reasoning_effort`` is sent as it
+      is; ``prompt_cache`` and ``thinking`` have no Chat Completions field
+      and are ignored (OpenAI caches prefixes by itself; pass
+      ``prompt_cache_key`` in ``extra_body``); ``extra_body`` is merged
+      last, its keys replacing the body's.
 
     Translation back: ``reasoning_content`` (vLLM, DeepSeek) becomes a
     :class:`ThinkingBlock`; a ``refusal`` becomes text and the stop reason
@@ -101,6 +159,13 @@ class OpenAIProvider(HttpProvider):
             header, so they may replace it).
         max_tokens_param: the body key for ``max_tokens``; newer OpenAI
             models want ``"max_completion_tokens"``.
+        azure: talk to Azure OpenAI's v1 API: the key goes in an
+            ``api-key`` header instead of ``Authorization: Bearer``, None
+            reads ``AZURE_OPENAI_API_KEY``, ``base_url`` defaults to
+            ``AZURE_OPENAI_ENDPOINT`` + ``/openai/v1``, and ``model`` is the
+            deployment name. (With a Microsoft Entra token, leave
+            ``azure=False`` and pass the token as ``api_key``: it is a Bearer
+            token.)
         pricing: prices for ``CostUpdate.cost_usd``; None uses the built-in
             table (see :mod:`agcore_sync.llm.cost`).
 
@@ -120,15 +185,17 @@ class OpenAIProvider(HttpProvider):
         *,
         max_tokens_param: str = "max_tokens",
         pricing: PricingArg = None,
+        azure: bool = False,
     ) -> None:
         if not isinstance(max_tokens_param, str) or not max_tokens_param:
             raise ValueError(f"max_tokens_param must be a non-empty string, got {max_tokens_param!r}")
-        if api_key is None:
-            api_key = os.environ.get("OPENAI_API_KEY")
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+        _check.instance(type(self).__name__, "azure", azure, bool, "True or False")
+        api_key, base_url = openai_key_and_url(api_key, base_url, azure=azure, owner=type(self).__name__)
         super().__init__(model, api_key, base_url, timeout, session, extra_headers, pricing)
         #: The body key that carries ``MessageRequest.max_tokens``.
         self.max_tokens_param = max_tokens_param
+        #: True when the provider talks to Azure OpenAI (``api-key`` header).
+        self.azure = azure
 
     @property
     def url(self) -> str:
@@ -136,7 +203,7 @@ class OpenAIProvider(HttpProvider):
         return f"{self.base_url}/chat/completions"
 
     def _auth_headers(self) -> Dict[str, str]:
-        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        return openai_auth_headers(self._api_key, azure=self.azure)
 
     # -- the two calls --------------------------------------------------------
 
@@ -178,6 +245,7 @@ class OpenAIProvider(HttpProvider):
             messages.append({"role": "system", "content": request.system})
         for message in request.messages:
             messages.extend(_wire_messages(message))
+        _move_tool_images(messages)
         body: Dict[str, Any] = {"model": model, "messages": messages}
         if request.tools:
             body["tools"] = [
@@ -196,9 +264,18 @@ class OpenAIProvider(HttpProvider):
             body["temperature"] = request.temperature
         if request.stop is not None:
             body["stop"] = list(request.stop)
+        if request.output is not None:
+            # Loaded here: a request with an output schema means the module is loaded already.
+            from agcore_sync.llm.output import openai_response_format
+
+            body["response_format"] = openai_response_format(request.output)
+        if request.reasoning_effort is not None:
+            body["reasoning_effort"] = request.reasoning_effort
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if request.extra_body:
+            body.update(request.extra_body)
         return body
 
     # -- response -----------------------------------------------------------
@@ -242,6 +319,17 @@ class OpenAIProvider(HttpProvider):
                                usage_from_wire(data.get("usage")))
 
 
+def _user_content(message: Message) -> Any:
+    """Return a user message's ``content``: its text, or a list of parts when it holds media."""
+    parts = [b for b in message.content if not isinstance(b, _NOT_PARTS)]
+    if all(isinstance(b, TextBlock) for b in parts):
+        return "".join(b.text for b in parts)  # type: ignore[attr-defined]
+    return [chat_part(b) for b in parts]
+
+
+_NOT_PARTS = (ToolResultBlock, ToolUseBlock, ThinkingBlock)
+
+
 def _wire_messages(message: Message) -> List[Dict[str, Any]]:
     """Translate one message; tool results become one ``tool`` message each."""
     text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
@@ -260,13 +348,47 @@ def _wire_messages(message: Message) -> List[Dict[str, Any]]:
         if reasoning:
             wire["reasoning_content"] = reasoning
         return [wire]
-    out: List[Dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": b.tool_use_id, "content": b.content}
-        for b in message.content if isinstance(b, ToolResultBlock)
-    ]
+    out: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            result_text, images = chat_tool_result(block.content)
+            tool_message: Dict[str, Any] = {"role": "tool", "tool_call_id": block.tool_use_id, "content": result_text}
+            if images:
+                tool_message[_IMAGES_KEY] = images  # moved into a user message by _move_tool_images
+            out.append(tool_message)
     if message.role is Role.SYSTEM:
         out.append({"role": "system", "content": text})
-    elif message.role is Role.USER and (text or not out):
-        # Results first: a tool message must follow the assistant's tool calls.
-        out.append({"role": "user", "content": text})
+    elif message.role is Role.USER:
+        content = _user_content(message)
+        if content or not out:
+            # Results first: a tool message must follow the assistant's tool calls.
+            out.append({"role": "user", "content": content})
     return out
+
+
+#: A private key on a wire ``tool`` message holding its images until :func:`_move_tool_images` moves them.
+_IMAGES_KEY = "_agcore_images"
+
+
+def _move_tool_images(messages: List[Dict[str, Any]]) -> None:
+    """Move tool results' images into one ``user`` message after each run of ``tool`` messages.
+
+    Chat Completions refuses images in a ``tool`` message; the model reads
+    them in the user message that follows, each call's images after a text
+    part naming the call.
+    """
+    i = 0
+    while i < len(messages):
+        if messages[i].get("role") != "tool":
+            i += 1
+            continue
+        parts: List[Dict[str, Any]] = []
+        while i < len(messages) and messages[i].get("role") == "tool":
+            images = messages[i].pop(_IMAGES_KEY, None)
+            if images:
+                parts.append({"type": "text", "text": f"The tool call {messages[i]['tool_call_id']} returned:"})
+                parts.extend(images)
+            i += 1
+        if parts:
+            messages.insert(i, {"role": "user", "content": parts})
+            i += 1

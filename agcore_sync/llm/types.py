@@ -9,12 +9,15 @@ Providers translate these to and from their wire formats at the edge
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Tuple, Union
 
 import attrs
 
 from agcore_sync.llm import media  # noqa: F401 - defines, and so registers, the image and document blocks
 from agcore_sync.llm.content import ContentBlock
+
+if TYPE_CHECKING:
+    from agcore_sync.llm._output_schema import OutputSchema
 
 __all__ = [
     "Role",
@@ -250,11 +253,73 @@ def _optional_tuple(value: Any) -> Optional[Tuple[str, ...]]:
     return tuple(value)
 
 
+#: The smallest Anthropic extended-thinking budget (the API refuses less).
+MIN_THINKING_BUDGET = 1024
+
+
+def check_thinking(thinking: Any, max_tokens: Optional[int]) -> None:
+    """Refuse a ``thinking`` value the APIs would refuse, before any request.
+
+    Raises:
+        ValueError: a budget under 1024, or not below ``max_tokens``; a str other than ``"adaptive"``.
+        TypeError: neither None, an int nor a str.
+    """
+    if thinking is None or thinking == "adaptive":
+        return
+    if isinstance(thinking, str):
+        raise ValueError(f"thinking must be None, a token budget (int) or 'adaptive', got {thinking!r}")
+    if isinstance(thinking, bool) or not isinstance(thinking, int):
+        raise TypeError(f"thinking must be None, a token budget (int) or 'adaptive', got {type(thinking).__name__}")
+    if thinking < MIN_THINKING_BUDGET:
+        raise ValueError(f"thinking budget must be at least {MIN_THINKING_BUDGET} tokens, got {thinking}")
+    if max_tokens is not None and thinking >= max_tokens:
+        raise ValueError(f"thinking budget ({thinking}) must be below max_tokens ({max_tokens})")
+
+
+def _check_extra_body(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, dict):
+        raise TypeError(f"extra_body must be a dict or None, got {type(value).__name__}")
+
+
+def _check_output(_instance: Any, _attribute: Any, value: Any) -> None:
+    if value is not None and type(value).__name__ != "OutputSchema":
+        raise TypeError(f"MessageRequest.output must be an OutputSchema or None, got {type(value).__name__}")
+
+
 @attrs.frozen
 class MessageRequest:
     """One request to a provider.
 
-    ``model=None`` means the provider's own ``model``.
+    ``model=None`` means the provider's own ``model``. The request controls
+    (keyword-only) carry :class:`~agcore_sync.loop.config.CycleConfig`'s
+    fields of the same names; a provider that cannot honour one ignores it.
+
+    Args:
+        model: the model name, or None.
+        messages: the conversation.
+        system: the system prompt.
+        tools: the tools offered.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``ToolChoice.tool(name)``.
+        max_tokens: the completion limit.
+        temperature: sampling temperature.
+        stop: stop sequences.
+        output: the native structured-output schema (an
+            :class:`~agcore_sync.llm.output.OutputSchema`): OpenAI
+            ``response_format``, Anthropic ``output_config.format``. The
+            loops set it for ``output_mode="native"`` only.
+        prompt_cache: Anthropic cache breakpoints on the tools, the system
+            prompt and the last messages.
+        thinking: Anthropic extended thinking, a token budget (at least
+            1024, below ``max_tokens``) or ``"adaptive"``.
+        reasoning_effort: OpenAI ``reasoning_effort``, Anthropic
+            ``output_config.effort`` (any value the API accepts).
+        extra_body: merged last into the request body, replacing top-level keys.
+
+    Raises:
+        ValueError: a thinking budget under 1024 or not below ``max_tokens``.
+
+    .. versionchanged:: 0.1.0
+       ``output``, ``prompt_cache``, ``thinking``, ``reasoning_effort`` and ``extra_body``.
     """
 
     model: Optional[str]
@@ -265,11 +330,23 @@ class MessageRequest:
     max_tokens: Optional[int] = None
     temperature: Optional[float] = None
     stop: Optional[Tuple[str, ...]] = attrs.field(converter=_optional_tuple, default=None)
+    output: Optional[OutputSchema] = attrs.field(default=None, kw_only=True, validator=_check_output)
+    prompt_cache: bool = attrs.field(default=False, kw_only=True, converter=bool)
+    thinking: Union[None, int, str] = attrs.field(default=None, kw_only=True)
+    reasoning_effort: Optional[str] = attrs.field(default=None, kw_only=True)
+    extra_body: Optional[Dict[str, Any]] = attrs.field(default=None, kw_only=True, validator=_check_extra_body)
+
+    def __attrs_post_init__(self) -> None:
+        check_thinking(self.thinking, self.max_tokens)
 
     def to_dict(self) -> Dict[str, Any]:
-        """Return a JSON-ready dict."""
+        """Return a JSON-ready dict.
+
+        The request controls appear only when set (``output`` as its name
+        and JSON Schema), so a request without them has the keys it always had.
+        """
         choice = self.tool_choice.to_dict() if isinstance(self.tool_choice, ToolChoice) else self.tool_choice
-        return {
+        data: Dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_dict() for m in self.messages],
             "system": self.system,
@@ -279,13 +356,26 @@ class MessageRequest:
             "temperature": self.temperature,
             "stop": list(self.stop) if self.stop is not None else None,
         }
+        if self.output is not None:
+            data["output"] = {"name": self.output.name, "schema": self.output.json_schema}
+        if self.prompt_cache:
+            data["prompt_cache"] = True
+        for key in ("thinking", "reasoning_effort", "extra_body"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> MessageRequest:
-        """Build a request from ``to_dict()`` output."""
+        """Build a request from ``to_dict()`` output (``output`` comes back as a dict schema)."""
         choice = data.get("tool_choice", "auto")
         if isinstance(choice, dict):
             choice = ToolChoice.from_dict(choice)
+        output = data.get("output")
+        if output is not None:
+            from agcore_sync.llm._output_schema import OutputSchema  # loaded on first use: jsonschema and friends
+
+            output = OutputSchema(output["schema"], name=output.get("name"))
         return cls(
             model=data.get("model"),
             messages=tuple(Message.from_dict(m) for m in data["messages"]),
@@ -295,6 +385,11 @@ class MessageRequest:
             max_tokens=data.get("max_tokens"),
             temperature=data.get("temperature"),
             stop=data.get("stop"),
+            output=output,
+            prompt_cache=data.get("prompt_cache", False),
+            thinking=data.get("thinking"),
+            reasoning_effort=data.get("reasoning_effort"),
+            extra_body=data.get("extra_body"),
         )
 
 
@@ -338,13 +433,23 @@ class Usage:
 
 @attrs.frozen
 class MessageResponse:
-    """A provider's complete answer; ``id`` is the provider's own response id."""
+    """A provider's complete answer; ``id`` is the provider's own response id.
+
+    ``output`` (keyword-only) is the validated, converted answer when the
+    call asked for structured output (``output=``), else None. ``to_dict``
+    writes it as plain JSON (:meth:`~agcore_sync.llm.output.OutputSchema.dump`),
+    and ``from_dict`` gives that JSON back (the class is not recorded).
+
+    .. versionchanged:: 0.1.0
+       ``output``.
+    """
 
     id: str
     model: str
     message: Message
     stop_reason: StopReason = attrs.field(converter=StopReason)
     usage: Usage = attrs.field(factory=Usage)
+    output: Any = attrs.field(default=None, kw_only=True)
 
     @property
     def has_tool_calls(self) -> bool:
@@ -359,6 +464,7 @@ class MessageResponse:
             "message": self.message.to_dict(),
             "stop_reason": self.stop_reason.value,
             "usage": self.usage.to_dict(),
+            **({} if self.output is None else {"output": _json_output(self.output)}),
         }
 
     @classmethod
@@ -370,4 +476,11 @@ class MessageResponse:
             Message.from_dict(data["message"]),
             data["stop_reason"],
             Usage.from_dict(data.get("usage", {})),
+            output=data.get("output"),
         )
+
+
+def _json_output(value: Any) -> Any:
+    from agcore_sync.llm._output_schema import dump_json  # loaded on first use
+
+    return dump_json(value)

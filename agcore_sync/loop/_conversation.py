@@ -22,7 +22,7 @@ from agcore_sync.llm.retry import Sleep, call_with_retry, stream_with_retry
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolDef
 from agcore_sync.loop.config import CycleConfig
 
-__all__ = ["Conversation", "Compactor", "render_system_prompt"]
+__all__ = ["Conversation", "Compactor", "RequestAdjuster", "render_system_prompt"]
 
 
 class Compactor(Protocol):
@@ -34,6 +34,13 @@ class Compactor(Protocol):
 
     def __call__(self, request: MessageRequest, provider: LlmProvider) -> MessageRequest:
         """Return ``request``, compacted to fit ``provider``'s context."""
+
+
+class RequestAdjuster(Protocol):
+    """What :meth:`Conversation.build_request` takes as ``output``: a structured-output plan."""
+
+    def adjust(self, request: MessageRequest) -> MessageRequest:
+        """Return ``request`` with what the output mode needs (schema, tool or instructions)."""
 
 
 def render_system_prompt(system_prompt: Any) -> Optional[str]:
@@ -126,16 +133,30 @@ class Conversation:
 
     # -- requests -------------------------------------------------------------
 
-    def build_request(self, messages: Sequence[Message], tools: Sequence[ToolDef] = ()) -> MessageRequest:
-        """Return the request for ``messages`` (after compaction, if configured)."""
+    def build_request(self, messages: Sequence[Message], tools: Sequence[ToolDef] = (), *,
+                      output: Optional[RequestAdjuster] = None) -> MessageRequest:
+        """Return the request for ``messages`` (after compaction, if configured).
+
+        The request controls (``prompt_cache``, ``thinking``,
+        ``reasoning_effort``, ``extra_body``) come from the config;
+        ``output`` (the turn's structured-output plan) adds what its mode
+        needs before compaction, so compaction sees the whole request.
+        """
+        config = self.config
         request = MessageRequest(
-            model=self.config.model,
+            model=config.model,
             messages=tuple(messages),
             system=self.system_prompt,
             tools=tuple(tools),
-            max_tokens=self.config.max_tokens,
-            temperature=self.config.temperature,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            prompt_cache=config.prompt_cache,
+            thinking=config.thinking,
+            reasoning_effort=config.reasoning_effort,
+            extra_body=config.extra_body,
         )
+        if output is not None:
+            request = output.adjust(request)
         if self.compact is not None:
             request = self.compact(request, self.provider)
         return request

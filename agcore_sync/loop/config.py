@@ -8,15 +8,19 @@ read it without importing the cycle.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 import attrs
 
 from agcore_sync import _check
 from agcore_sync.llm.retry import RetryConfig
+from agcore_sync.llm.types import check_thinking
 from agcore_sync.loop.limits import UsageLimits
 
-__all__ = ["CycleConfig", "DEFAULT_MAX_TOOL_TURNS"]
+__all__ = ["CycleConfig", "DEFAULT_MAX_TOOL_TURNS", "OUTPUT_MODES"]
+
+#: The values of ``CycleConfig.output_mode``.
+OUTPUT_MODES = ("native", "tool", "prompted")
 
 #: ``max_tool_turns=None`` means this many rounds, as in the seed.
 DEFAULT_MAX_TOOL_TURNS = 10
@@ -73,14 +77,39 @@ class CycleConfig:
         retry: retry settings for every provider call; None turns retry off
             (use that when the provider already is a ``RetryProvider``).
         max_tool_turns: at most this many provider calls in one tool loop
-            (None: 10).
+            (None: 10); output retries (``output_retries``) come on top.
         tool_timeout_secs: one deadline for each round's tool calls (None: no limit).
         max_tool_result_bytes: tool results longer than this (UTF-8 bytes)
             are cut, with a marker (None: no limit).
         max_repeated_tool_calls: a call identical to the previous N calls in
             a row is refused (None: no guard).
+        output_mode: how ``output=`` is asked for: ``"native"`` (OpenAI
+            ``response_format``, Anthropic ``output_config.format``),
+            ``"tool"`` (a forced output tool, for servers without native
+            support) or ``"prompted"`` (the schema in the system prompt).
+        output_retries: how many times an answer that does not match the
+            output schema is sent back to the model with its errors before
+            ``OutputValidationError`` is raised.
+        prompt_cache: Anthropic cache breakpoints (tools, system, last
+            messages); OpenAI caches by itself.
+        thinking: Anthropic extended thinking: a budget in tokens (at least
+            1024, below ``max_tokens``) or ``"adaptive"``.
+        reasoning_effort: OpenAI ``reasoning_effort``, Anthropic
+            ``output_config.effort`` (``"low"``, ``"medium"``, ``"high"``
+            or any value the API accepts).
+        extra_body: merged last into every request body (replacing
+            top-level keys), for server-specific fields.
+
+    Raises:
+        ValueError: an unknown ``output_mode``, negative ``output_retries``,
+            or a thinking budget under 1024 or not below ``max_tokens``.
+
         usage_limits: a :class:`~agcore_sync.loop.limits.UsageLimits` budget
             for each tool-loop turn (None: no limit).
+
+    .. versionchanged:: 0.1.0
+       ``output_mode``, ``output_retries``, ``prompt_cache``, ``thinking``,
+       ``reasoning_effort`` and ``extra_body``.
 
     .. versionchanged:: 0.2 ``usage_limits``.
     """
@@ -97,6 +126,22 @@ class CycleConfig:
     max_repeated_tool_calls: Optional[int] = attrs.field(default=3, validator=_count)
     usage_limits: Optional[UsageLimits] = attrs.field(default=None, converter=_limits_converter,
                                                       validator=_usage_limits)
+    output_mode: str = attrs.field(default="native", kw_only=True)
+    output_retries: int = attrs.field(default=1, kw_only=True)
+    prompt_cache: bool = attrs.field(default=False, kw_only=True, converter=bool)
+    thinking: Union[None, int, str] = attrs.field(default=None, kw_only=True)
+    reasoning_effort: Optional[str] = attrs.field(default=None, kw_only=True)
+    extra_body: Optional[Dict[str, Any]] = attrs.field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if self.output_mode not in OUTPUT_MODES:
+            raise ValueError(f"output_mode must be one of {OUTPUT_MODES}, got {self.output_mode!r}")
+        if isinstance(self.output_retries, bool) or not isinstance(self.output_retries, int) \
+                or self.output_retries < 0:
+            raise ValueError(f"output_retries must be an int >= 0, got {self.output_retries!r}")
+        if self.extra_body is not None and not isinstance(self.extra_body, dict):
+            raise TypeError(f"extra_body must be a dict or None, got {type(self.extra_body).__name__}")
+        check_thinking(self.thinking, self.max_tokens)
 
     @property
     def tool_turn_limit(self) -> int:

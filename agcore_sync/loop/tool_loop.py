@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import attrs
 
 from agcore_sync import _instrument
 from agcore_sync.hooks import Approve, Decision, Defer, Deny, HookEvent
 from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
-from agcore_sync.llm.errors import MaxToolTurnsExceeded
+from agcore_sync.llm.errors import LlmError, MaxToolTurnsExceeded, OutputRefusedError
 from agcore_sync.llm.events import (
     ApprovalRequired,
     CostUpdate,
@@ -41,8 +41,9 @@ from agcore_sync.llm.events import (
     ToolExecutionStarted,
 )
 from agcore_sync.llm.partial import PartialMessageResponse
-from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
+from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, TextBlock, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.limits import CostFn, RunUsage, UsageMeter, run_usage
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
@@ -95,6 +96,13 @@ def _cut_output(invocation: ToolInvocation, max_bytes: Optional[int]) -> ToolInv
     """Return ``invocation`` with its output replaced by the cut text if too long."""
     if max_bytes is None or not invocation.ok:
         return invocation
+    blocks = invocation.blocks
+    if blocks is not None:  # cut each text block; images have their own size limit
+        cut_blocks = tuple(TextBlock(cut_utf8(b.text, max_bytes)) if isinstance(b, TextBlock) else b for b in blocks)
+        if cut_blocks == blocks:
+            return invocation
+        return ToolInvocation(invocation.tool_name, invocation.input, output=cut_blocks,
+                              tool_call_id=invocation.tool_call_id, duration_s=invocation.duration_s)
     text = invocation.content()
     cut = cut_utf8(text, max_bytes)
     if cut is text:
@@ -186,6 +194,15 @@ class ToolLoop:
         pausable: the turn may pause for approval (a session's loop); if
             False a call that needs approval gets a ``PermissionDeniedError``
             result instead.
+        output: the turn's structured output (an
+            :class:`~agcore_sync.loop._output.OutputPlan`), or None. The
+            answer is then validated and converted into
+            ``final_response.output``; an invalid one goes back to the model
+            (``output_retries`` times; these retries do not count against
+            ``max_tool_turns``), then raises ``OutputValidationError``; a
+            refusal raises ``OutputRefusedError`` at once. A turn paused for
+            approval keeps its plan only in this loop object (see
+            ``docs/design_choices.rst``).
 
     Attributes:
         new_messages: the user message and every complete round so far (and
@@ -200,8 +217,10 @@ class ToolLoop:
 
     def __init__(self, cycle: Conversation, registry: ToolRegistry, *,
                  emit: Optional[Callable[[StreamEvent], None]] = None,
-                 cancel: Optional[threading.Event] = None, pausable: bool = False) -> None:
+                 cancel: Optional[threading.Event] = None, pausable: bool = False,
+                 output: Optional[OutputPlan] = None) -> None:
         self.cycle = cycle
+        self.output = output
         self.registry = registry
         self.emit = emit
         self.cancel = cancel if cancel is not None else threading.Event()
@@ -213,14 +232,15 @@ class ToolLoop:
         self.pausable = pausable
         self.paused: Optional[PausedTurn] = None
         self._provider_calls = 0
-        # Usage limits: the loop counts, the meter (None without limits) checks.
-        self._price: CostFn = _pricer(getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None))
-        self._meter = UsageMeter.create(cycle.config.usage_limits, getattr(cycle, "session_limits", None))
+        # Usage limits: the loop counts, the meter (None without limits) checks; both are
+        # set up when the turn starts (a session points its cycle at the turn then).
+        self._price: CostFn = _pricer(None)
+        self._meter: Optional[UsageMeter] = None
         self._requests = 0
         self._tool_calls = 0
 
-    def run(self, prompt: str) -> MessageResponse:
-        """Run the turn for ``prompt``; return the final response.
+    def run(self, prompt: Union[str, Message]) -> MessageResponse:
+        """Run the turn for ``prompt`` (a str, or a user :class:`Message` with images...); return the final response.
 
         If the turn pauses for approval, :attr:`paused` is set and the
         response whose calls wait is returned.
@@ -228,8 +248,8 @@ class ToolLoop:
         Raises:
             UsageLimitExceeded: a usage limit (of the turn or the session) was hit.
         """
-        self.new_messages = [Message.user(prompt)]
-        with _instrument.loop_turn(Cancelled, getattr(self.cycle, "turn_scope", None)):
+        self.new_messages = [prompt if isinstance(prompt, Message) else Message.user(prompt)]
+        with self._in_turn():
             return self._rounds()
 
     def resume(self, paused: PausedTurn, decisions: Mapping[str, Decision]) -> MessageResponse:
@@ -250,7 +270,7 @@ class ToolLoop:
         # The paused round's calls were counted before the pause.
         self._tool_calls = sum(len(m.tool_uses) for m in (*paused.messages, paused.assistant))
         self._guard.restore(paused.guard)
-        with _instrument.loop_turn(Cancelled, getattr(self.cycle, "turn_scope", None)):
+        with self._in_turn():
             self._check_cancel()
             results = self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
                                       decisions=decisions)
@@ -259,17 +279,38 @@ class ToolLoop:
             self.new_messages = [*self.new_messages, paused.assistant, *results]  # type: ignore[list-item]
             return self._rounds()
 
+    def _in_turn(self) -> Any:
+        """Set up prices and limits for the turn; return the block that runs it in its turn."""
+        cycle = self.cycle
+        self._price = _pricer(getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None))
+        self._meter = UsageMeter.create(cycle.config.usage_limits, getattr(cycle, "session_limits", None))
+        return _instrument.loop_turn(Cancelled, getattr(cycle, "turn_scope", None))
+
     def _rounds(self) -> MessageResponse:
+        plan = self.output
         definitions = self.registry.definitions()
         limit = self.cycle.config.tool_turn_limit
+        retries = 0
         while self._provider_calls < limit:
             self._check_cancel()
-            request = self.cycle.build_request([*self.cycle.messages(), *self.new_messages], definitions)
-            response = self._request(request)
+            request = self.cycle.build_request([*self.cycle.messages(), *self.new_messages], definitions,
+                                               output=plan)
+            response, error = self._request(request)
             self._provider_calls += 1
-            if not response.has_tool_calls:
+            if plan is None and not response.has_tool_calls:
                 self.new_messages = [*self.new_messages, response.message]
                 return response
+            if plan is not None and plan.is_answer(response):
+                if error is None:
+                    self.new_messages = [*self.new_messages, response.message, *plan.closing_messages(response)]
+                    return response
+                if isinstance(error, OutputRefusedError) or retries >= plan.retries:
+                    raise error
+                retries += 1
+                self._provider_calls -= 1  # output retries do not count against max_tool_turns
+                self.new_messages = [*self.new_messages, response.message,
+                                     *plan.retry_messages(response, error)]  # type: ignore[arg-type]
+                continue
             results = self._run_tools(response.message.tool_uses)
             if self._pause_if_waiting(response, results):
                 return response
@@ -313,7 +354,8 @@ class ToolLoop:
 
     # -- provider -------------------------------------------------------------
 
-    def _request(self, request: MessageRequest) -> MessageResponse:
+    def _request(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
+        """Return the response (with ``.output`` once a valid answer) and the output error, if any."""
         meter = self._meter
         if meter is not None:
             meter.before_request(self._used())
@@ -321,25 +363,32 @@ class ToolLoop:
         if self.emit is None:
             response = self.cycle.call_provider(request)
             self.usage_by_model.append((response.usage, response.model))
+            response, error = self._settle(response)
         else:
-            response = self._request_stream(request)
+            response, error = self._request_stream(request)
         self._responses.append(response)
         self.final_response = response
         if meter is not None:
             meter.after_response(self._used())
-        return response
+        return response, error
 
-    def _request_stream(self, request: MessageRequest) -> MessageResponse:
+    def _settle(self, response: MessageResponse) -> Tuple[MessageResponse, Optional[LlmError]]:
+        plan = self.output
+        if plan is None or not plan.is_answer(response):
+            return response, None
+        return plan.settle(response)
+
+    def _request_stream(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
         with _instrument.chat(request, self.cycle.provider, stream=True) as span:
             try:
-                response = self._read_stream(request)
+                response, error = self._read_stream(request)
             except Cancelled:
                 span.cancel()
                 raise
             span.record(response)
-            return response
+            return response, error
 
-    def _read_stream(self, request: MessageRequest) -> MessageResponse:
+    def _read_stream(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
         # The hot path of a stream: per event only flag and type checks and
         # the hand-off. The response comes whole with MessageComplete; the
         # events are kept to rebuild it for a provider that sends none.
@@ -347,6 +396,7 @@ class ToolLoop:
         seen: List[StreamEvent] = []
         keep, emit, cancelled = seen.append, self.emit, self.cancel.is_set
         complete: Optional[MessageResponse] = None
+        error: Optional[LlmError] = None
         model = request.model or self.cycle.provider.model
         try:
             for event in events:
@@ -355,7 +405,10 @@ class ToolLoop:
                 keep(event)
                 kind = type(event)
                 if kind is MessageComplete:
-                    complete = event.full_response  # type: ignore[attr-defined]
+                    # Settled before it is emitted, so the answer's MessageComplete carries .output.
+                    complete, error = self._settle(event.full_response)  # type: ignore[attr-defined]
+                    if complete is not event.full_response:  # type: ignore[attr-defined]
+                        event = MessageComplete(complete)
                 elif kind is CostUpdate:
                     self.usage_by_model.append((event.usage, model))  # type: ignore[attr-defined]
                 elif kind is MessageStart:
@@ -368,11 +421,11 @@ class ToolLoop:
             if close is not None:
                 close()  # closes the HTTP response, also on cancel
         if complete is not None:
-            return complete
+            return complete, error
         partial = PartialMessageResponse()
         for event in seen:
             partial.apply(event)
-        return partial.finalize()
+        return self._settle(partial.finalize())
 
     # -- tools ----------------------------------------------------------------
 
@@ -445,7 +498,8 @@ class ToolLoop:
                 results.append(settled.get(call.id))  # None: the call waits for a decision
             else:
                 results.append(Message.tool_result(inv.tool_call_id or call.id,
-                                                   inv.content() if inv.ok else cut_utf8(inv.content(), max_bytes),
+                                                   inv.result_content() if inv.ok
+                                                   else cut_utf8(inv.content(), max_bytes),
                                                    not inv.ok))
         for inv in outcomes:
             if inv is not None and inv.error is not None and not inv.error.recoverable:

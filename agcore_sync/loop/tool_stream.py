@@ -39,13 +39,14 @@ import contextvars
 import functools
 import itertools
 import threading
-from typing import Any, Callable, Deque, Iterator, Mapping, Optional, Tuple
+from typing import Any, Callable, Deque, Iterator, Mapping, Optional, Tuple, Union
 
 from agcore_sync import _instrument
 from agcore_sync.hooks import Decision
 from agcore_sync.llm.events import Error, StreamEvent, ToolApprovalRequest
 from agcore_sync.llm.types import Message, MessageResponse
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import Cancelled, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
@@ -190,32 +191,37 @@ class ToolLoopStream:
     Args:
         cycle: the conversation (history, requests, hooks, provider).
         registry: the tools.
-        prompt: the user message (None when ``resume`` is given).
+        prompt: the user message, a str or a :class:`Message` (None when
+            ``resume`` is given).
         max_buffered_events: bounds the event queue (None: unbounded).
         pausable: the turn may pause for approval (a session's stream).
         resume: ``(paused, decisions)``: continue a paused turn instead of
             starting one (see :meth:`ToolLoop.resume
             <agcore_sync.loop.tool_loop.ToolLoop.resume>`).
+        output: the turn's structured-output plan, or None.
 
     Attributes:
         new_messages: the messages the turn added (user message first), a
             tuple; ``()`` until the stream has ended, and while the turn is
             paused.
-        final_response: the last ``MessageResponse`` received, or None.
+        final_response: the last ``MessageResponse`` received, or None;
+            with ``output=`` its ``output`` holds the validated answer.
         error: the exception of the final ``Error`` event, or None.
         pending_approvals: the calls that wait when the stream ended paused
             (its last event ``ApprovalRequired``), else ``()``.
     """
 
-    def __init__(self, cycle: Conversation, registry: ToolRegistry, prompt: Optional[str], *,
+    def __init__(self, cycle: Conversation, registry: ToolRegistry, prompt: Union[str, Message, None], *,
                  max_buffered_events: Optional[int] = None, pausable: bool = False,
-                 resume: Optional[Tuple[PausedTurn, Mapping[str, Decision]]] = None) -> None:
+                 resume: Optional[Tuple[PausedTurn, Mapping[str, Decision]]] = None,
+                 output: Optional[OutputPlan] = None) -> None:
         if max_buffered_events is not None and max_buffered_events < 1:
             raise ValueError(f"max_buffered_events must be None or at least 1, got {max_buffered_events}")
         self._cycle = cycle
         self._cancel = threading.Event()
         self._channel = _Channel(max_buffered_events or 0, self._cancel)
-        self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel, pausable=pausable)
+        self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel, pausable=pausable,
+                              output=output)
         if resume is not None:
             start = functools.partial(self._loop.resume, *resume)
         elif prompt is not None:

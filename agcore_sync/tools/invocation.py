@@ -7,10 +7,12 @@ model reads (:meth:`ToolInvocation.content`). Pure values, no I/O.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Tuple, Union
 
 import attrs
 
+from agcore_sync.llm.media import ImageBlock
+from agcore_sync.llm.types import ContentBlock, TextBlock
 from agcore_sync.tools.error import ToolExecutionError
 from agcore_sync.tools.result_json import result_text
 
@@ -60,13 +62,35 @@ class ToolInvocation:
             raise self.error
         return self.output
 
+    @property
+    def blocks(self) -> Optional[Tuple[ContentBlock, ...]]:
+        """The result as content blocks, when the tool returned an ``ImageBlock``, a ``TextBlock`` or a list of them.
+
+        None for any other result and for an error. The loops send these
+        blocks as the tool result (images reach the model as images).
+
+        .. versionadded:: 0.1.0
+        """
+        if self.error is not None:
+            return None
+        return _as_blocks(self.output)
+
+    def result_content(self) -> Union[str, Tuple[ContentBlock, ...]]:
+        """Return what the tool result carries: :attr:`blocks` when there are some, else :meth:`content`.
+
+        .. versionadded:: 0.1.0
+        """
+        blocks = self.blocks
+        return blocks if blocks is not None else self.content()
+
     def content(self) -> str:
         """Return the text sent back to the model.
 
-        A str result is itself; any other result is its JSON
-        (``ensure_ascii=False``; dates, Decimal, UUID, Enum, sets,
-        dataclasses, attrs and pydantic objects as :mod:`.result_json`
-        says); an error is ``Error in tool "<name>": <error>``.
+        A str result is itself; a result of blocks (see :attr:`blocks`) is
+        the text of its text blocks with ``[image: <media type>]`` for each
+        image; any other result is its JSON (``ensure_ascii=False``; dates,
+        Decimal, UUID, Enum, sets, dataclasses, attrs and pydantic objects
+        as :mod:`.result_json` says); an error is ``Error in tool "<name>": <error>``.
 
         Raises:
             ToolExecutionError: the result is not JSON-serialisable (bytes,
@@ -84,7 +108,22 @@ class ToolInvocation:
         return self._text
 
 
+def _as_blocks(output: Any) -> Optional[Tuple[ContentBlock, ...]]:
+    """Return ``output`` as tool-result blocks if it is a ``TextBlock`` / ``ImageBlock`` or a non-empty list of them."""
+    if isinstance(output, (TextBlock, ImageBlock)):
+        return (output,)
+    if isinstance(output, (list, tuple)) and output and all(isinstance(b, (TextBlock, ImageBlock)) for b in output):
+        return tuple(output)
+    return None
+
+
 def _result_text(tool_name: str, output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    blocks = _as_blocks(output)
+    if blocks is not None:
+        return "".join(b.text if isinstance(b, TextBlock) else f"[image: {b.media_type or 'from a URL'}]"
+                       for b in blocks)
     try:
         return result_text(output)
     except ToolExecutionError as exc:

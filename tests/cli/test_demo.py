@@ -13,6 +13,7 @@ import pytest
 from agcore_sync.cli.demo import DEMO_QUESTION
 from tests.cli.helpers import Child, run_cli
 from tests.support.leaks import closed_port
+from tests.support.responses_wire import calls_stream, text_stream
 from tests.support.wire import openai_text_stream as text_response
 from tests.support.wire import openai_tool_call_stream as tool_call_response
 
@@ -116,6 +117,34 @@ def test_a_real_provider_without_a_key_is_one_line_on_stderr(provider, variable)
     assert_one_error_line(result, variable, "--base-url")
     assert result.returncode == 2
     assert result.stdout == ""
+
+
+def test_the_demo_runs_against_a_responses_api_server_with_provider_openai_responses(stream_server, tmp_path):
+    stream_server.add_response(calls_stream("resp_1", [
+        ("call_m", "multiply", {"a": 17, "b": 23}),
+        ("call_w", "word_count", {"text": "the quick brown fox jumps over the lazy dog"}),
+    ], usage=(120, 40)))
+    stream_server.add_response(text_stream("resp_2", ["17 times 23 ", "is 391; the sentence has 9 words."],
+                                           usage=(200, 15)))
+
+    child = Child(["demo", "--provider", "openai-responses", "--model", "gpt-4.1-mini",
+                   "--base-url", f"{stream_server.url}/v1"], use_pty=False, cwd=str(tmp_path))
+    try:
+        child.expect('[tool] multiply {"a": 17, "b": 23}')
+        child.expect("is 391; the sentence has 9 words.")
+        status, stderr = child.finish()
+    finally:
+        child.close()
+
+    assert status == 0, stderr
+    assert f"gpt-4.1-mini via openai-responses at {stream_server.url}/v1" in child.output
+    assert [request.path for request in stream_server.requests] == ["/v1/responses"] * 2
+    first, second = (request.json for request in stream_server.requests)
+    assert first["input"] == [{"role": "user", "content": DEMO_QUESTION}]
+    assert first["store"] is False and "include" not in first  # not a reasoning model
+    assert {"type": "function_call_output", "call_id": "call_m", "output": "391"} in second["input"]
+    assert {"type": "function_call_output", "call_id": "call_w", "output": "9"} in second["input"]
+    assert "[usage] 320 tokens in, 55 out" in child.output
 
 
 def test_a_real_provider_without_a_model_is_one_line_on_stderr():

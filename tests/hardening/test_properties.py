@@ -345,6 +345,11 @@ cycle_configs = st.builds(
     tool_timeout_secs=st.none() | st.floats(0.001, 1000, allow_nan=False),
     max_tool_result_bytes=st.none() | st.integers(1, 10**7),
     max_repeated_tool_calls=st.none() | st.integers(1, 10),
+    output_mode=st.sampled_from(["native", "tool", "prompted"]),
+    output_retries=st.integers(0, 5),
+    prompt_cache=st.booleans(),
+    reasoning_effort=st.none() | st.sampled_from(["low", "medium", "high"]),
+    extra_body=st.none() | st.dictionaries(st.text(max_size=8), st.integers(), max_size=3),
 )
 
 opt_text = st.none() | st.text(max_size=15)

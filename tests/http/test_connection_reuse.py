@@ -21,12 +21,14 @@ from agcore_sync.llm.anthropic import AnthropicProvider
 from agcore_sync.llm.errors import LlmConnectionError, RateLimitError
 from agcore_sync.llm.events import CostUpdate, Error, MessageComplete, TextDelta
 from agcore_sync.llm.openai import OpenAIProvider
+from agcore_sync.llm.responses import OpenAIResponsesProvider
 from agcore_sync.llm.types import Message, MessageRequest
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.mcp import McpClient
 from agcore_sync.tools.mcp.http import HttpTransport
 from agcore_sync.tools.registry import ToolRegistry
+from tests.support import responses_wire
 from tests.support.keepalive_server import KeepAliveServer, Reply, Request, sse
 
 #: The client's read timeout.
@@ -34,7 +36,7 @@ CLIENT_TIMEOUT = 10.0
 #: Bound on joining the client threads of the many-thread test.
 JOIN_TIMEOUT = 60.0
 
-PROVIDERS = ["openai", "anthropic"]
+PROVIDERS = ["openai", "anthropic", "responses"]
 
 
 # -- wire payloads, shaped like the providers' documented streams ------------
@@ -119,13 +121,24 @@ def anthropic_tool_call(call_id: str, name: str, arguments: str) -> List[bytes]:
     ]
 
 
-TEXT = {"openai": openai_text, "anthropic": anthropic_text}
-TOOL_CALL = {"openai": openai_tool_call, "anthropic": anthropic_tool_call}
+def responses_text(text: str) -> List[bytes]:
+    return responses_wire.text_stream("resp_1", [text[:3], text[3:]])
+
+
+def responses_tool_call(call_id: str, name: str, arguments: str) -> List[bytes]:
+    return responses_wire.calls_stream("resp_1", [(call_id, name, json.loads(arguments))])
+
+
+TEXT = {"openai": openai_text, "anthropic": anthropic_text, "responses": responses_text}
+TOOL_CALL = {"openai": openai_tool_call, "anthropic": anthropic_tool_call, "responses": responses_tool_call}
 
 
 def make_provider(kind: str, url: str) -> Any:
     if kind == "openai":
         return OpenAIProvider(model="gpt-4o-mini", api_key="sk-test", base_url=f"{url}/v1", timeout=CLIENT_TIMEOUT)
+    if kind == "responses":
+        return OpenAIResponsesProvider(model="gpt-4.1-mini", api_key="sk-test", base_url=f"{url}/v1",
+                                       timeout=CLIENT_TIMEOUT)
     return AnthropicProvider(model="claude-sonnet-4-5", api_key="sk-ant-test", base_url=url, timeout=CLIENT_TIMEOUT)
 
 
@@ -228,6 +241,12 @@ def test_plain_calls_and_error_statuses_leave_their_connection_for_the_next_call
                              "logprobs": None, "finish_reason": "stop"}], "usage": _OPENAI_USAGE}
         limited = {"error": {"message": "Rate limit reached", "type": "requests", "param": None,
                              "code": "rate_limit_exceeded"}}
+    elif kind == "responses":
+        body = responses_wire.response_object("resp_1", "completed", [
+            {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Hi", "annotations": []}]}], (5, 1))
+        limited = {"error": {"message": "Rate limit reached", "type": "requests", "param": None,
+                             "code": "rate_limit_exceeded"}}
     else:
         body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -293,7 +312,7 @@ def test_a_four_round_streaming_tool_loop_uses_one_connection(kind):
 
 
 def _user_text(request: Request) -> str:
-    message = request.json["messages"][-1]
+    message = (request.json.get("messages") or request.json.get("input"))[-1]
     content = message["content"]
     return content if isinstance(content, str) else content[0]["text"]
 

@@ -286,6 +286,9 @@ class ServerResponder:
 
     def _notice(self, message: Dict[str, Any]) -> None:
         method = message["method"]
+        if not isinstance(method, str):  # garbage from the server: nothing to dispatch on
+            logger.debug("MCP server %r sent a notification whose method is not a string", self.server_name)
+            return
         params = proto.object_or_empty(message.get("params"))
         if method == "notifications/progress":
             if self._on_progress is not None:
@@ -305,6 +308,8 @@ class ServerResponder:
         request_id = message["id"]
         method = message["method"]
         try:
+            if not isinstance(method, str):
+                raise McpError("method must be a string", code=jsonrpc.INVALID_REQUEST)
             result = self.serve(method, proto.object_or_empty(message.get("params")))
         except McpError as exc:
             reply = jsonrpc.error_response(request_id, exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data)
