@@ -247,10 +247,11 @@ class _Span:
     observer, entering and leaving cost two ``ContextVar`` operations.
     """
 
-    __slots__ = ("_var", "_value", "_start", "_args", "_kwargs", "_token", "_handle", "_attached")
+    __slots__ = ("_var", "_value", "_start", "_args", "_kwargs", "_token", "_handle", "_attached", "_cancelled")
 
     def __init__(self, var: contextvars.ContextVar[Optional[str]], value: Optional[str], start: str,
-                 *args: Any, **kwargs: Any) -> None:
+                 *args: Any, cancelled: Any = (), **kwargs: Any) -> None:
+        self._cancelled = cancelled
         self._var = var
         self._value = value
         self._start = start
@@ -274,7 +275,9 @@ class _Span:
         handle = self._handle
         try:
             if handle is not _NO_SPAN:
-                if error is not None:
+                if isinstance(error, self._cancelled):
+                    handle.cancel()
+                elif error is not None:
                     handle.fail(error)
                 handle._finish()  # while current: metric exemplars point at this span
                 if self._attached is not None:
@@ -315,11 +318,14 @@ class _NoBlock:
 _NO_SPAN_BLOCK = _NoBlock()
 
 
-def chat(request: Any, provider: Any, *, stream: bool) -> Any:
-    """Run one provider call (retries included) under a new request id and its ``chat`` span."""
+def chat(request: Any, provider: Any, *, stream: bool, cancelled: Any = ()) -> Any:
+    """Run one provider call (retries included) under a new request id and its ``chat`` span.
+
+    An exception of the ``cancelled`` type(s) ends the span as cut short, not failed.
+    """
     if observer is None:
         return _IdOnly(_request_id, next(_ids))
-    return _Span(_request_id, _new_id(), "start_chat", request, provider, stream=stream)
+    return _Span(_request_id, _new_id(), "start_chat", request, provider, stream=stream, cancelled=cancelled)
 
 
 def tool_call(name: str, tool_call_id: Optional[str], arguments: Any, tool: Any) -> Any:

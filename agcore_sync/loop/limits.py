@@ -24,10 +24,12 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.errors import AgcoreError
+from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
 from agcore_sync.llm.types import Usage
 
-__all__ = ["RunUsage", "UsageLimitExceeded", "UsageLimits", "UsageMeter", "run_usage"]
+__all__ = ["RunUsage", "TurnAccount", "UsageLimitExceeded", "UsageLimits", "UsageMeter", "pricer", "run_usage"]
 
 
 def _optional_limit(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -232,3 +234,70 @@ class UsageMeter:
             f"{scope}",
             limit=limit, value=value, usage=used, scope=scope,
         )
+
+
+def pricer(pricing: PricingArg) -> CostFn:
+    """Return ``cost(usage, model)`` with each model's price looked up once."""
+    prices: Dict[Optional[str], Optional[Pricing]] = {}
+
+    def cost(usage: Usage, model: Optional[str]) -> Optional[float]:
+        if model not in prices:
+            prices[model] = find_pricing(model, pricing)
+        price = prices[model]
+        return None if price is None else price.cost(usage)
+
+    return cost
+
+
+class TurnAccount:
+    """A tool loop's count of its turn (requests, tool calls) and the check of its limits.
+
+    :meth:`start` reads the turn's limits and prices from the cycle when the
+    turn starts (a session points its cycle at the turn then); without a
+    limit every check is a ``None`` test.
+    """
+
+    __slots__ = ("requests", "tool_calls", "_price", "_meter")
+
+    def __init__(self) -> None:
+        #: Provider calls made, and tool calls the model asked for (refused ones included).
+        self.requests = self.tool_calls = 0
+        self._price: CostFn = pricer(None)
+        self._meter: Optional[UsageMeter] = None
+
+    def start(self, cycle: Any, cancelled: Any) -> Any:
+        """Take the turn's prices and limits (its own and its session's) from ``cycle``.
+
+        Returns the ``with`` block that runs the loop in its turn (the
+        session's open turn made current, or a turn id of its own);
+        ``cancelled`` is the loop's exception for a closed stream.
+        """
+        self._price = pricer(getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None))
+        self._meter = UsageMeter.create(cycle.config.usage_limits, getattr(cycle, "session_limits", None))
+        return _instrument.loop_turn(cancelled, getattr(cycle, "turn_scope", None))
+
+    def resume(self, paused: Any) -> None:
+        """Take up the count of a paused turn (its round's calls were counted before the pause)."""
+        self.requests = paused.provider_calls
+        self.tool_calls = sum(len(m.tool_uses) for m in (*paused.messages, paused.assistant))
+
+    def used(self, usage_by_model: Sequence[Tuple[Usage, Optional[str]]]) -> RunUsage:
+        """Return what the turn used, given its responses' ``(usage, model)``."""
+        return run_usage(self.requests, self.tool_calls, usage_by_model, self._price)
+
+    def before_request(self, usage_by_model: Sequence[Tuple[Usage, Optional[str]]]) -> None:
+        """Check the limits before a request, then count it."""
+        if self._meter is not None:
+            self._meter.before_request(self.used(usage_by_model))
+        self.requests += 1
+
+    def after_response(self, usage_by_model: Sequence[Tuple[Usage, Optional[str]]]) -> None:
+        """Check the token and cost limits after a response."""
+        if self._meter is not None:
+            self._meter.after_response(self.used(usage_by_model))
+
+    def before_tools(self, usage_by_model: Sequence[Tuple[Usage, Optional[str]]], count: int) -> None:
+        """Check ``max_tool_calls`` before a round's ``count`` calls run, then count them."""
+        if self._meter is not None:
+            self._meter.before_tools(self.used(usage_by_model), count)
+        self.tool_calls += count

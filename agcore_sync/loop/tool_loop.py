@@ -28,7 +28,6 @@ import attrs
 
 from agcore_sync import _instrument
 from agcore_sync.hooks import Approve, Decision, Defer, Deny, HookEvent
-from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
 from agcore_sync.llm.errors import LlmError, MaxToolTurnsExceeded, OutputRefusedError
 from agcore_sync.llm.events import (
     ApprovalRequired,
@@ -44,7 +43,7 @@ from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, TextBlock, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._output import OutputPlan
-from agcore_sync.loop.limits import CostFn, RunUsage, UsageMeter, run_usage
+from agcore_sync.loop.limits import RunUsage, TurnAccount
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
@@ -127,8 +126,7 @@ class TurnRecord:
         final_response: the last response received, or None.
         paused: where the turn stopped to wait for approval, or None (the
             turn ended, or runs on).
-        usage: requests, tool calls, tokens and cost of the turn (what
-            usage limits count), across its pauses.
+        usage: what the turn used (requests, tool calls, tokens, cost), across pauses.
     """
 
     new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=tuple)
@@ -137,19 +135,6 @@ class TurnRecord:
     final_response: Optional[MessageResponse] = None
     paused: Optional[PausedTurn] = None
     usage: RunUsage = RunUsage()
-
-
-def _pricer(pricing: PricingArg) -> CostFn:
-    """Return ``cost(usage, model)`` with each model's price looked up once."""
-    prices: Dict[Optional[str], Optional[Pricing]] = {}
-
-    def cost(usage: Usage, model: Optional[str]) -> Optional[float]:
-        if model not in prices:
-            prices[model] = find_pricing(model, pricing)
-        price = prices[model]
-        return None if price is None else price.cost(usage)
-
-    return cost
 
 
 class _RepeatGuard:
@@ -232,24 +217,16 @@ class ToolLoop:
         self.pausable = pausable
         self.paused: Optional[PausedTurn] = None
         self._provider_calls = 0
-        # Usage limits: the loop counts, the meter (None without limits) checks; both are
-        # set up when the turn starts (a session points its cycle at the turn then).
-        self._price: CostFn = _pricer(None)
-        self._meter: Optional[UsageMeter] = None
-        self._requests = 0
-        self._tool_calls = 0
+        self._account = TurnAccount()  # counts the turn, checks its usage limits
 
     def run(self, prompt: Union[str, Message]) -> MessageResponse:
         """Run the turn for ``prompt`` (a str, or a user :class:`Message` with images...); return the final response.
 
         If the turn pauses for approval, :attr:`paused` is set and the
         response whose calls wait is returned.
-
-        Raises:
-            UsageLimitExceeded: a usage limit (of the turn or the session) was hit.
         """
         self.new_messages = [prompt if isinstance(prompt, Message) else Message.user(prompt)]
-        with self._in_turn():
+        with self._account.start(self.cycle, Cancelled):
             return self._rounds()
 
     def resume(self, paused: PausedTurn, decisions: Mapping[str, Decision]) -> MessageResponse:
@@ -266,11 +243,10 @@ class ToolLoop:
         self.usage_by_model = list(paused.usage_by_model)
         self._responses = [paused.final_response]
         self.final_response = paused.final_response
-        self._provider_calls = self._requests = paused.provider_calls
-        # The paused round's calls were counted before the pause.
-        self._tool_calls = sum(len(m.tool_uses) for m in (*paused.messages, paused.assistant))
+        self._provider_calls = paused.provider_calls
+        self._account.resume(paused)
         self._guard.restore(paused.guard)
-        with self._in_turn():
+        with self._account.start(self.cycle, Cancelled):
             self._check_cancel()
             results = self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
                                       decisions=decisions)
@@ -278,13 +254,6 @@ class ToolLoop:
                 return paused.final_response
             self.new_messages = [*self.new_messages, paused.assistant, *results]  # type: ignore[list-item]
             return self._rounds()
-
-    def _in_turn(self) -> Any:
-        """Set up prices and limits for the turn; return the block that runs it in its turn."""
-        cycle = self.cycle
-        self._price = _pricer(getattr(cycle, "pricing", None) or getattr(cycle.provider, "pricing", None))
-        self._meter = UsageMeter.create(cycle.config.usage_limits, getattr(cycle, "session_limits", None))
-        return _instrument.loop_turn(Cancelled, getattr(cycle, "turn_scope", None))
 
     def _rounds(self) -> MessageResponse:
         plan = self.output
@@ -326,10 +295,7 @@ class ToolLoop:
         """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
         return TurnRecord(new_messages=self.new_messages, usage_by_model=self.usage_by_model,
                           responses=self._responses, final_response=self.final_response, paused=self.paused,
-                          usage=self._used())
-
-    def _used(self) -> RunUsage:
-        return run_usage(self._requests, self._tool_calls, self.usage_by_model, self._price)
+                          usage=self._account.used(self.usage_by_model))
 
     def _pause_if_waiting(self, response: MessageResponse, results: List[Optional[Message]]) -> bool:
         """If some calls of the round wait for approval, pause the turn and return True."""
@@ -356,20 +322,18 @@ class ToolLoop:
 
     def _request(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
         """Return the response (with ``.output`` once a valid answer) and the output error, if any."""
-        meter = self._meter
-        if meter is not None:
-            meter.before_request(self._used())
-        self._requests += 1
+        self._account.before_request(self.usage_by_model)
         if self.emit is None:
             response = self.cycle.call_provider(request)
             self.usage_by_model.append((response.usage, response.model))
             response, error = self._settle(response)
         else:
-            response, error = self._request_stream(request)
+            with _instrument.chat(request, self.cycle.provider, stream=True, cancelled=Cancelled) as span:
+                response, error = self._request_stream(request)
+                span.record(response)
         self._responses.append(response)
         self.final_response = response
-        if meter is not None:
-            meter.after_response(self._used())
+        self._account.after_response(self.usage_by_model)
         return response, error
 
     def _settle(self, response: MessageResponse) -> Tuple[MessageResponse, Optional[LlmError]]:
@@ -379,16 +343,6 @@ class ToolLoop:
         return plan.settle(response)
 
     def _request_stream(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
-        with _instrument.chat(request, self.cycle.provider, stream=True) as span:
-            try:
-                response, error = self._read_stream(request)
-            except Cancelled:
-                span.cancel()
-                raise
-            span.record(response)
-            return response, error
-
-    def _read_stream(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
         # The hot path of a stream: per event only flag and type checks and
         # the hand-off. The response comes whole with MessageComplete; the
         # events are kept to rebuild it for a provider that sends none.
@@ -438,9 +392,7 @@ class ToolLoop:
         decision for each waiting call (those skip the guard and PRE_TOOL_USE).
         """
         if settled is None:  # a new round (a resumed one was counted before its pause)
-            if self._meter is not None:
-                self._meter.before_tools(self._used(), len(calls))
-            self._tool_calls += len(calls)
+            self._account.before_tools(self.usage_by_model, len(calls))
         settled = settled or {}
         decisions = decisions or {}
         emit = self.emit
