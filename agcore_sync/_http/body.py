@@ -7,8 +7,9 @@ through :class:`BodyReader`, so the rules below hold for all of them.
 
 Reading: every chunk reaches the caller as soon as it is off the socket. A
 chunked body (what LLM APIs and MCP servers send) is read one HTTP chunk at a
-time with ``iter_content(None)``, as promptly as ``read1`` and at a quarter
-of its cost per chunk; any other body with ``read1`` (urllib3 >= 2.3), which
+time with ``iter_content(READ_SIZE)`` (an HTTP chunk larger than
+:data:`READ_SIZE` in pieces of that size), as promptly as ``read1`` and at
+a quarter of its cost per chunk; any other body with ``read1`` (urllib3 >= 2.3), which
 returns whatever one network read brought, where ``iter_content(None)`` would
 wait for the end of a close-delimited body.
 
@@ -48,6 +49,9 @@ __all__ = [
     "TRANSPORT_ERRORS",
     "READ_TIMEOUTS",
     "BodyReader",
+    "BodyTooLarge",
+    "read_limited",
+    "read_text",
     "release",
 ]
 
@@ -122,7 +126,10 @@ class BodyReader:
                     break
                 yield chunk
         else:  # chunked, or urllib3 < 2.3 (no read1)
-            yield from response.iter_content(chunk_size=None)
+            # READ_SIZE, not None: a chunk is still yielded as soon as it
+            # arrives, but one huge HTTP chunk comes in READ_SIZE pieces
+            # instead of whole, so a consumer can bound its memory.
+            yield from response.iter_content(chunk_size=READ_SIZE)
         self._ended = True
 
     def release(self) -> bool:
@@ -177,3 +184,68 @@ def release(response: requests.Response) -> bool:
     the connection serve the next request.
     """
     return BodyReader(response).release()
+
+
+class BodyTooLarge(ValueError):
+    """A body is longer than the caller's limit (its connection has been closed).
+
+    Attributes:
+        limit: the limit in bytes.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a response body is larger than the limit of {limit} bytes")
+        self.limit = limit
+
+
+def read_limited(response: requests.Response, limit: int, *, cut: bool = False) -> bytes:
+    """Read the body of a ``stream=True`` response, at most ``limit`` bytes, and close it.
+
+    Memory stays within about twice ``limit`` whatever the server sends: a
+    declared ``Content-Length`` above it is refused before reading, and the
+    reading stops one chunk past it. A body read to its end gives its
+    connection back to the pool; a refused or cut one closes it.
+
+    Args:
+        response: a response from a request made with ``stream=True``.
+        limit: the most bytes kept.
+        cut: return the first ``limit`` bytes of a longer body instead of
+            raising (for error bodies, of which only the start is shown).
+
+    Raises:
+        BodyTooLarge: the body is longer than ``limit`` (and ``cut`` is False).
+        requests.RequestException: reading failed (any of :data:`TRANSPORT_ERRORS`).
+    """
+    reader = BodyReader(response)
+    try:
+        declared = response.headers.get("Content-Length", "")
+        if not cut and declared.isdigit() and int(declared) > limit:
+            raise BodyTooLarge(limit)
+        parts = []
+        size = 0
+        for chunk in reader:
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                if cut:
+                    return b"".join(parts)[:limit]
+                raise BodyTooLarge(limit)
+        return b"".join(parts)
+    finally:
+        if reader.ended:
+            reader.release()
+        else:
+            reader.discard()
+
+
+def read_text(response: requests.Response, limit: int) -> str:
+    """Return the first ``limit`` characters of a ``stream=True`` body (an error body), "" if unreadable.
+
+    At most four bytes a character are read, so a huge body is never read
+    whole; the response is closed. Never raises.
+    """
+    try:
+        raw = read_limited(response, limit * 4, cut=True)
+        return raw.decode(response.encoding or "utf-8", errors="replace")[:limit]
+    except (*TRANSPORT_ERRORS, LookupError):
+        return ""

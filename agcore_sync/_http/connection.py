@@ -21,12 +21,35 @@ import requests.adapters
 
 __all__ = ["DEFAULT_POOL_SIZE", "new_session", "socket_of", "abort", "close_quietly"]
 
-#: Idle connections a session keeps per host. A thread holds one connection
-#: while its request runs and gives it back when the body has been read, so
-#: this many threads can share one session without a connection being
-#: discarded; the official OpenAI and Anthropic SDKs keep 100 as well. Idle
-#: slots cost nothing until used.
-DEFAULT_POOL_SIZE = 100
+#: Connections a session keeps per host. A thread holds one connection while
+#: its request runs and gives it back when the body has been read, so this
+#: many threads can share one session without a connection being discarded
+#: (and reopened by the next request); the official OpenAI and Anthropic SDKs
+#: allow 1000 connections as well. A slot costs nothing until used: the pool
+#: opens a connection only when every open one is busy, so it never holds
+#: more than the most requests that ran at once.
+DEFAULT_POOL_SIZE = 1000
+
+
+class _ClosingAdapter(requests.adapters.HTTPAdapter):
+    """An ``HTTPAdapter`` whose ``close()`` closes its pooled connections then and there.
+
+    urllib3 2.x no longer closes a pool's connections when its pool manager
+    is cleared: they close when the pool object is garbage collected, and
+    anything that still refers to the pool (an exception's traceback kept by
+    the caller, a response object) keeps their sockets open. A provider's
+    ``close()`` must free them at once, so this adapter closes each pool
+    first. A connection in use at that moment is closed when it comes back.
+    """
+
+    def close(self) -> None:
+        """Close every pool's idle connections, then clear the pool manager."""
+        pools = self.poolmanager.pools
+        for key in pools.keys():
+            pool = pools.get(key)
+            if pool is not None:
+                pool.close()
+        super().close()
 
 
 def new_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
@@ -41,10 +64,11 @@ def new_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
 
     Returns:
         A new session with one adapter of that size mounted for
-        ``http://`` and ``https://``.
+        ``http://`` and ``https://``. Its ``close()`` closes every pooled
+        connection at once (see :class:`_ClosingAdapter`).
     """
     session = requests.Session()
-    adapter = requests.adapters.HTTPAdapter(pool_maxsize=pool_size)
+    adapter = _ClosingAdapter(pool_maxsize=pool_size)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session

@@ -19,6 +19,13 @@ counts as a line), because a server that closes right after its last
 ``data:`` line still meant it. A caller that must tell a cut stream from a
 finished one checks the data (the providers wait for their end marker).
 
+Memory is bounded: a parser keeps at most ``max_event_size`` characters of
+one event (its unfinished line plus its data lines so far) and raises
+:class:`EventTooLarge` past that, so a broken or hostile server that sends
+one endless line, or data lines without the blank line that ends the event,
+costs about that much memory, not the size of what it sends. Each caller
+turns the error into its own typed one.
+
 This module does no I/O.
 """
 
@@ -29,7 +36,24 @@ from typing import Iterable, Iterator, List, Optional
 
 import attrs
 
-__all__ = ["SseEvent", "SseParser", "iter_sse_events"]
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventTooLarge", "SseEvent", "SseParser", "iter_sse_events"]
+
+#: The most characters one event may hold (its data lines and unfinished
+#: line together) unless the parser is given another limit: far above any
+#: LLM stream chunk or MCP message, far below what exhausts a machine.
+DEFAULT_MAX_EVENT_SIZE = 32 * 1024 * 1024
+
+
+class EventTooLarge(ValueError):
+    """An event grew past the parser's limit; the stream cannot go on.
+
+    Attributes:
+        limit: the limit in characters.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"an SSE event is larger than the limit of {limit} characters")
+        self.limit = limit
 
 
 @attrs.frozen
@@ -54,9 +78,18 @@ class SseParser:
 
     Call :meth:`close` at the end of input to get a final pending event.
     One parser per stream; not thread-safe.
+
+    Args:
+        max_event_size: the most characters one event may hold (see the
+            module docstring); :meth:`feed` raises :class:`EventTooLarge`
+            past it, and the parser is then unusable.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        self._limit = max_event_size
+        # Characters held for the current event: its unfinished line and its
+        # data lines so far (checked per chunk and per data line).
+        self._held = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._decoder_holds_bytes = False
         # Text of the unfinished last line, kept as pieces: joining them only
@@ -121,15 +154,23 @@ class SseParser:
         if "\n" not in text:
             if text:
                 self._pending.append(text)
+                self._held += len(text)
+                if self._held > self._limit:
+                    raise EventTooLarge(self._limit)
             return []
         if self._pending:
             self._pending.append(text)
             text = "".join(self._pending)
             self._pending = []
+        if len(text) > self._limit:
+            # Many small events in one read are fine; one huge line is not.
+            self._check_lines(text)
         lines = text.split("\n")
         rest = lines.pop()
         if rest:
             self._pending.append(rest)
+        held = sum(map(len, self._data))
+        limit = self._limit
         events: List[SseEvent] = []
         for line in lines:
             # Blank lines and "data:" lines are nearly every line of an LLM
@@ -141,14 +182,34 @@ class SseParser:
                     self._data = []
                     self._event = ""
                     self._retry = None
+                    held = 0
                 else:
                     self._event = ""
                     self._retry = None
             elif line.startswith("data:"):
-                self._data.append(line[6:] if line.startswith(" ", 5) else line[5:])
+                value = line[6:] if line.startswith(" ", 5) else line[5:]
+                held += len(value)
+                if held > limit:
+                    raise EventTooLarge(limit)
+                self._data.append(value)
             else:
                 self._line(line)
+        self._held = held + len(rest)
         return events
+
+    def _check_lines(self, text: str) -> None:
+        """Raise :class:`EventTooLarge` if one line of ``text`` is longer than the limit."""
+        start = 0
+        limit = self._limit
+        while True:
+            end = text.find("\n", start)
+            if end < 0:
+                end = len(text)
+            if end - start > limit:
+                raise EventTooLarge(limit)
+            if end == len(text):
+                return
+            start = end + 1
 
     def _line(self, line: str) -> Optional[SseEvent]:
         if not line:

@@ -37,7 +37,7 @@ from agcore_sync._version import __version__
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
 from agcore_sync.cli.demo import DEMO_QUESTION
 from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
-from agcore_sync.cli.setup import CliError, Setup, build
+from agcore_sync.cli.setup import MCP_CLI_REMEDY, MCP_LIBRARY_REMEDY, CliError, Setup, build
 from agcore_sync.errors import AgcoreError
 
 __all__ = ["main"]
@@ -132,9 +132,9 @@ def _fail(err: TextIO, message: str) -> None:
 
 def _describe(exc: AgcoreError) -> str:
     """Return the one-line message for a failure, with the end of an MCP server's stderr if it has one."""
-    message = f"{type(exc).__name__}: {exc}"
+    message = one_line(f"{type(exc).__name__}: {exc}").replace(MCP_LIBRARY_REMEDY, MCP_CLI_REMEDY)
     tail = one_line(getattr(exc, "stderr_tail", None) or "")
-    if tail:
+    if tail and tail[-40:] not in message:  # the library's message may carry the tail already
         if len(tail) > MAX_STDERR_SHOWN:
             tail = "..." + tail[-(MAX_STDERR_SHOWN - 3):]
         message += f" (server stderr: {tail})"

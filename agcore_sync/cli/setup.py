@@ -74,10 +74,14 @@ class Setup:
         self.notes: List[str] = list(notes)
 
     def explain(self, message: str, exception: Optional[BaseException]) -> str:
-        """Return a turn's failure ``message``, naming the endpoint when it could not be reached."""
+        """Return a turn's failure ``message``, naming the endpoint when it could not be reached.
+
+        The library's advice to a program ("create a new McpClient") means
+        nothing to someone at the prompt: it becomes what they can do.
+        """
         if self.endpoint is not None and isinstance(exception, (LlmConnectionError, LlmTimeoutError)):
             return f"could not reach {self.endpoint}: {message}"
-        return message
+        return message.replace(MCP_LIBRARY_REMEDY, MCP_CLI_REMEDY)
 
     def new_session(self) -> AgentSession:
         """Return a fresh session over these pieces."""
@@ -90,6 +94,12 @@ class Setup:
         data = dict(data)
         data["config"] = self.config.to_dict()
         return AgentSession.from_dict(data, provider=self.provider, registry=self.registry, pricing=self.pricing)
+
+
+#: What the MCP client tells a program to do after its server died ...
+MCP_LIBRARY_REMEDY = "create a new McpClient to reconnect"
+#: ... and what the command line tells its user instead.
+MCP_CLI_REMEDY = "its tools stay unavailable until agcore-sync is started again"
 
 
 def build(args: argparse.Namespace, stack: contextlib.ExitStack) -> Setup:

@@ -9,7 +9,7 @@ message and body. Bodies are read and connections given back by the shared
 streamed response.
 
 Connections: a provider that makes its own ``requests.Session`` keeps up to
-:data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` idle connections per
+:data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` connections per
 host, and every response whose body ended (a plain response read whole, a
 stream past its end marker) gives its connection back, so sequential calls
 and tool-loop rounds reuse one TCP (and TLS) connection.
@@ -29,7 +29,7 @@ from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import new_session
 from agcore_sync._http.masking import MASK, Masker, mask
-from agcore_sync._http.sse import SseEvent, SseParser
+from agcore_sync._http.sse import DEFAULT_MAX_EVENT_SIZE, EventTooLarge, SseEvent, SseParser
 from agcore_sync.llm._stream_translator import StreamTranslator
 from agcore_sync.llm.cost import PricingArg, cost_usd
 from agcore_sync.llm.errors import (
@@ -115,7 +115,7 @@ class HttpProvider(LlmProvider):
     error.
 
     The session: with ``session=None`` the provider makes one that keeps up
-    to :data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` (100) idle
+    to :data:`~agcore_sync._http.connection.DEFAULT_POOL_SIZE` (1000)
     connections per host, so that many threads sharing the provider reuse
     their connections; ``close()`` closes it. A session passed in is used as
     it is (mount an ``HTTPAdapter(pool_maxsize=N)`` on it for more threads
@@ -124,6 +124,15 @@ class HttpProvider(LlmProvider):
 
     #: Name used in error messages and logs.
     provider_name = "provider"
+
+    #: The most characters one event of a streamed answer may hold (32 MiB by
+    #: default). A server that sends a longer one (a broken proxy, a hostile
+    #: peer) ends the stream with :class:`ResponseParseError` instead of
+    #: growing memory without bound. Set it on a provider, or a subclass, to
+    #: change it.
+    #:
+    #: .. versionadded:: 0.2
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE
 
     def __init__(
         self,
@@ -292,12 +301,16 @@ class HttpProvider(LlmProvider):
         return self._read_events(BodyReader(response))
 
     def _read_events(self, reader: BodyReader) -> Iterator[SseEvent]:
-        parser = SseParser()
+        parser = SseParser(self.max_event_size)
         try:
             for chunk in reader:
                 yield from parser.feed(chunk)
         except TRANSPORT_ERRORS as exc:
             self._raise_transport(exc)
+        except EventTooLarge as exc:
+            raise ResponseParseError(
+                f"{self.provider_name} sent a stream event larger than {exc.limit} characters "
+                "(the provider's max_event_size); the stream was closed") from None
         for event in parser.close():
             # An event without its closing blank line whose data does not
             # parse is half a chunk: the connection dropped mid-event.

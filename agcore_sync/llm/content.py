@@ -3,16 +3,26 @@
 Blocks register themselves by subclassing :class:`ContentBlock`; the text,
 tool and thinking blocks live in :mod:`agcore_sync.llm.types`, images and
 documents in :mod:`agcore_sync.llm.media`. Both import this module, never
-each other's.
+each other's; :mod:`~agcore_sync.llm.media` loads when a program first
+uses an image or document (or ``from_dict`` first meets one), so a program
+without them does not pay for it.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, ClassVar, Dict
 
 import attrs
 
 __all__ = ["ContentBlock"]
+
+# Block tags whose classes live in a module that is loaded on first use (so
+# that a program without images or documents never loads it): tag -> module.
+_LAZY_BLOCKS: Dict[str, str] = {
+    "image": "agcore_sync.llm.media",
+    "document": "agcore_sync.llm.media",
+}
 
 
 class ContentBlock:
@@ -44,7 +54,12 @@ class ContentBlock:
         Raises:
             ValueError: the type tag is missing or unknown.
         """
-        block_cls = ContentBlock._registry.get(data.get("type", ""))
+        tag = data.get("type", "")
+        block_cls = ContentBlock._registry.get(tag)
+        if block_cls is None and tag in _LAZY_BLOCKS:
+            # Defined in a module not loaded yet: loading it registers them.
+            importlib.import_module(_LAZY_BLOCKS[tag])
+            block_cls = ContentBlock._registry.get(tag)
         if block_cls is None or (cls is not ContentBlock and block_cls is not cls):
             raise ValueError(f"unknown content block type: {data.get('type')!r}")
         fields = {k: v for k, v in data.items() if k != "type"}

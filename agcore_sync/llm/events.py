@@ -17,7 +17,6 @@ a failed stream with ``Error`` and a paused session turn with
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import attrs
@@ -47,7 +46,8 @@ __all__ = [
 
 
 def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    # "ToolCallStart" -> "tool_call_start" (no regex: this runs at import).
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
 # Field name -> value class, for the fields that hold nested values.

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Tuple, Union
 
 import attrs
 
-from agcore_sync.llm import media  # noqa: F401 - defines, and so registers, the image and document blocks
 from agcore_sync.llm.content import ContentBlock
 
 if TYPE_CHECKING:

@@ -23,14 +23,11 @@ Anything else (bytes, arbitrary objects) has no obvious form: it raises
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import decimal
 import enum
 import json
 import pathlib
 import sys
-import uuid
 from typing import Any, List
 
 import attrs
@@ -40,7 +37,9 @@ from agcore_sync.tools.error import ToolExecutionError
 __all__ = ["result_text"]
 
 _SCALARS = (str, int, float, bool, type(None))
-_AS_STRING = (decimal.Decimal, uuid.UUID, pathlib.PurePath)
+# Types shown as their str(), by module and name: a module nobody loaded
+# (decimal, uuid) cannot have made the value, so it is never imported here.
+_AS_STRING = (("decimal", "Decimal"), ("uuid", "UUID"))
 _ISO = (datetime.datetime, datetime.date, datetime.time)
 
 
@@ -85,11 +84,12 @@ def _plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
         return value.total_seconds()
-    if isinstance(value, _AS_STRING):
+    if isinstance(value, pathlib.PurePath) or _is_loaded_type(value, _AS_STRING):
         return str(value)
     if isinstance(value, (set, frozenset)):
         return _sorted_if_possible([_plain(item) for item in value])
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(type(value), "__dataclass_fields__"):  # a dataclass instance (the module is loaded)
+        dataclasses = sys.modules["dataclasses"]
         return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
     if attrs.has(type(value)):
         return {field.name: _plain(getattr(value, field.name)) for field in attrs.fields(type(value))}
@@ -110,6 +110,14 @@ def _sorted_if_possible(items: List[Any]) -> List[Any]:
         return sorted(items)
     except TypeError:
         return items
+
+
+def _is_loaded_type(value: Any, names: Any) -> bool:
+    for module_name, type_name in names:
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(value, getattr(module, type_name)):
+            return True
+    return False
 
 
 def _is_pydantic_model(value: Any) -> bool:

@@ -117,7 +117,7 @@ def test_new_sessions_keep_the_default_pool_size_per_host():
     session = new_session()
     try:
         adapter = session.get_adapter("https://api.openai.com/v1")
-        assert adapter._pool_maxsize == DEFAULT_POOL_SIZE == 100
+        assert adapter._pool_maxsize == DEFAULT_POOL_SIZE == 1000
     finally:
         session.close()
 

@@ -31,7 +31,7 @@ import requests
 from agcore_sync import _instrument
 from agcore_sync._http.body import READ_TIMEOUTS, TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import abort, close_quietly, socket_of
-from agcore_sync._http.sse import SseEvent, SseParser
+from agcore_sync._http.sse import EventTooLarge, SseEvent, SseParser
 from agcore_sync.tools.error import McpConnectionError
 
 logger = _instrument.get_logger("agcore_sync.mcp")
@@ -121,6 +121,7 @@ class StreamReading(abc.ABC):
 
     url: str
     listen: bool
+    max_message_size: int
     _session: requests.Session
     _lock: threading.Lock
     _closed: bool
@@ -192,7 +193,12 @@ class StreamReading(abc.ABC):
         """Read a POST's SSE answer until its response, resuming it with GET when it drops."""
         empty = 0
         while True:
-            got_events = self._pump(stream, response)
+            try:
+                got_events = self._pump(stream, response)
+            except _GiveUp as give_up:  # not resumed: the same event would come again
+                if not stream.cancel.is_set():
+                    self._deliver_error(stream.request_id, f"MCP server at {self.url}: {give_up.args[0]}")
+                return
             if stream.answered or stream.cancel.is_set() or stream.timed_out or stream.expired():
                 return  # answered, cancelled, or the client's own wait has timed out
             empty = 0 if got_events else empty + 1
@@ -224,7 +230,11 @@ class StreamReading(abc.ABC):
             first = False
             if response is None:
                 return
-            got_events = self._pump(stream, response)
+            try:
+                got_events = self._pump(stream, response)
+            except _GiveUp as give_up:
+                logger.warning("MCP server at %s: GET stream ends: %s", self.url, give_up.args[0])
+                return
             response = None
             empty = 0 if got_events else empty + 1
 
@@ -292,13 +302,14 @@ class StreamReading(abc.ABC):
     def _pump(self, stream: Stream, response: requests.Response) -> bool:
         """Read ``response`` to its end (or the stream's answer); True if any event came.
 
+        Raises :class:`_GiveUp` for an event larger than ``max_message_size``.
         A body that ended, or whose stream has its answer (the server ends it
         right after), gives its connection back; a cut or stopped one closes it.
         """
         if not stream.attach(response):
             return False
         reader = BodyReader(response)
-        parser = SseParser()
+        parser = SseParser(self.max_message_size)
         got_events = False
         try:
             for chunk in reader:
@@ -309,6 +320,9 @@ class StreamReading(abc.ABC):
             for event in parser.close():
                 got_events = True
                 self._on_event(stream, event, reader)
+        except EventTooLarge:
+            raise _GiveUp(f"the server sent an SSE event larger than {self.max_message_size} characters "
+                          "(the transport's max_message_size); the stream was closed") from None
         except Exception as exc:  # noqa: BLE001 - see below
             # A stopped stream fails in whatever way the shut-down socket
             # makes http.client fail; anything else than a transport error

@@ -66,7 +66,7 @@ from typing import Any, Dict, Mapping, Optional, Set
 import requests
 
 from agcore_sync import _check, _instrument
-from agcore_sync._http.body import TRANSPORT_ERRORS, release
+from agcore_sync._http.body import TRANSPORT_ERRORS, BodyTooLarge, read_limited, read_text, release
 from agcore_sync._http.connection import close_quietly, new_session
 from agcore_sync.tools.error import McpConnectionError, McpError
 from agcore_sync.tools.mcp._http_streams import (
@@ -82,7 +82,7 @@ from agcore_sync.tools.mcp._http_streams import (
 )
 from agcore_sync.tools.mcp.auth import McpOAuth
 from agcore_sync.tools.mcp.jsonrpc import PARSE_ERROR
-from agcore_sync.tools.mcp.transport import ClosedHandler, MessageHandler, Transport
+from agcore_sync.tools.mcp.transport import DEFAULT_MAX_MESSAGE_SIZE, ClosedHandler, MessageHandler, Transport
 
 __all__ = [
     "HttpTransport",
@@ -140,8 +140,12 @@ class HttpTransport(StreamReading, Transport):
         auth: OAuth for the server (:class:`~agcore_sync.tools.mcp.auth.McpOAuth`):
             its ``Authorization`` header goes on every request, and a 401 or
             ``403 insufficient_scope`` to a POST runs its flow, then resends.
+        max_message_size: the largest JSON answer (bytes) or SSE event (characters), 32 MiB
+            by default: a larger one fails its request (:class:`~agcore_sync.tools.error.McpError`)
+            or ends the GET stream; memory stays within about twice the limit.
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2 ``max_message_size``.
     """
 
     def __init__(
@@ -153,8 +157,10 @@ class HttpTransport(StreamReading, Transport):
         session: Optional[requests.Session] = None,
         listen: bool = True,
         auth: Optional[McpOAuth] = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         _check.http_url("HttpTransport", "url", url)
+        self.max_message_size = _check.positive_int("HttpTransport", "max_message_size", max_message_size)
         _check.str_mapping("HttpTransport", "headers", headers)
         _check.timeout("HttpTransport", timeout)
         self.url = url
@@ -394,7 +400,10 @@ class HttpTransport(StreamReading, Transport):
             self._spawn("sse", self._run_post_stream, stream, response)
             return
         try:
-            text = response.content
+            text = read_limited(response, self.max_message_size)
+        except BodyTooLarge:
+            self._deliver_error(request_id, f"{what}: the answer is over max_message_size ({self.max_message_size} B)")
+            return
         except TRANSPORT_ERRORS as exc:
             raise self._connection_error(f"{what}: reading the answer failed", exc) from exc
         finally:
@@ -419,10 +428,7 @@ class HttpTransport(StreamReading, Transport):
                 "a client with a RestartPolicy starts a new session, else connect a new client")
             self._lose(error)
             raise error
-        try:
-            text = response.text[:ERROR_BODY_LIMIT]
-        except TRANSPORT_ERRORS:
-            text = ""
+        text = read_text(response, ERROR_BODY_LIMIT)
         try:
             body = json.loads(text)
         except ValueError:

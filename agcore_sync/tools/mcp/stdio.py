@@ -34,7 +34,7 @@ from agcore_sync import _check, _instrument
 from agcore_sync.tools.error import McpConnectionError
 from agcore_sync.tools.mcp import _process, jsonrpc
 from agcore_sync.tools.mcp._process import FORCE_KILL_TIMEOUT, PROCESS_TERMINATION_TIMEOUT, SAFE_ENV_VARS
-from agcore_sync.tools.mcp.transport import ClosedHandler, MessageHandler, Transport
+from agcore_sync.tools.mcp.transport import DEFAULT_MAX_MESSAGE_SIZE, ClosedHandler, MessageHandler, Transport
 
 __all__ = [
     "StdioTransport",
@@ -68,6 +68,10 @@ _STDERR_READ_CHUNK = 65536
 
 _INHERIT_MODES = ("safe", "all", "none")
 _thread_numbers = itertools.count(1)
+
+
+class _LineTooLong(Exception):
+    """A stdout line is longer than the transport's ``max_message_size``."""
 
 
 class _Run:
@@ -107,17 +111,27 @@ class StdioTransport(Transport):
             ``"safe"`` (the default) only :data:`SAFE_ENV_VARS`, so secrets
             such as ``OPENAI_API_KEY`` do not leak into servers; ``"all"``
             everything; ``"none"`` nothing but ``env``.
+        max_message_size: the longest stdout line (one message) in bytes,
+            :data:`~agcore_sync.tools.mcp.transport.DEFAULT_MAX_MESSAGE_SIZE`
+            (32 MiB) by default. A longer line is never held whole: the
+            transport stops reading and reports the connection lost with an
+            :class:`~agcore_sync.tools.error.McpConnectionError` saying so
+            (every pending call fails with it).
 
     The transport owns two threads per server process,
-    ``agcore-mcp-stdout-<n>`` (one message per stdout line, no length cap; a
-    line that is not JSON-RPC is logged on ``agcore_sync.mcp`` and skipped)
+    ``agcore-mcp-stdout-<n>`` (one message per stdout line; a line that is
+    not JSON-RPC is logged on ``agcore_sync.mcp`` and skipped)
     and ``agcore-mcp-stderr-<n>`` (each stderr line logged at DEBUG and kept
     in :attr:`stderr_tail`). Both are daemons so a forgotten transport never
     blocks interpreter exit; :meth:`close`, or the next :meth:`start`, still
     stops and joins them.
 
     Raises:
-        ValueError: ``inherit_env`` is not one of the three modes.
+        ValueError: ``inherit_env`` is not one of the three modes, or
+            ``max_message_size`` is not positive.
+
+    .. versionchanged:: 0.2
+       ``max_message_size``.
     """
 
     def __init__(
@@ -127,6 +141,8 @@ class StdioTransport(Transport):
         env: Optional[Mapping[str, str]] = None,
         cwd: Optional[str] = None,
         inherit_env: str = "safe",
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         if not isinstance(command, str) or not command:
             raise TypeError(f"StdioTransport: command must be a non-empty str (the program; its arguments go in "
@@ -137,6 +153,8 @@ class StdioTransport(Transport):
             raise TypeError(f"StdioTransport: cwd must be a str or a path, got {type(cwd).__name__}")
         if inherit_env not in _INHERIT_MODES:
             raise ValueError(f"StdioTransport: inherit_env must be one of {_INHERIT_MODES}, not {inherit_env!r}")
+        _check.positive_int("StdioTransport", "max_message_size", max_message_size)
+        self.max_message_size = max_message_size
         self.command = command
         self.args = tuple(args)
         self.cwd = cwd
@@ -364,20 +382,28 @@ class StdioTransport(Transport):
         stdout = run.proc.stdout
         assert stdout is not None
         reason = "closed its stdout"
+        alive = False
         try:
             self._read_lines(stdout)
+        except _LineTooLong:
+            # The server is alive and still writing: no exit code to wait for.
+            alive = True
+            reason = (f"wrote a message longer than {self.max_message_size} bytes (the transport's "
+                      "max_message_size); the connection is closed")
         except Exception as exc:  # noqa: BLE001 - delivered as the connection loss
             reason = f"could not be read ({type(exc).__name__}: {exc})"
-        self._report_loss(run, f"MCP server {self.command!r} {reason}")
+        self._report_loss(run, f"MCP server {self.command!r} {reason}", wait_exit=not alive)
 
-    def _report_loss(self, run: _Run, reason: str) -> None:
+    def _report_loss(self, run: _Run, reason: str, *, wait_exit: bool = True) -> None:
         """Call ``on_closed`` once per run, unless it is being stopped; from the reader or a failed write."""
         if self._closing.is_set() or run.loss_reported:
             return
-        try:
-            exit_code: Optional[int] = run.proc.wait(EXIT_CODE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            exit_code = None
+        exit_code: Optional[int] = None
+        if wait_exit:
+            try:
+                exit_code = run.proc.wait(EXIT_CODE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pass
         if run.stderr_thread is not None and run.stderr_thread is not threading.current_thread():
             run.stderr_thread.join(STDERR_DRAIN_TIMEOUT)
         with self._state_lock:
@@ -399,10 +425,15 @@ class StdioTransport(Transport):
         assert on_message is not None
         readline = stdout.readline
         parse_line = jsonrpc.parse_line
+        # One byte more than the limit: a line that fills it without its
+        # newline is too long, and at most that much of it is ever read.
+        size = self.max_message_size + 1
         while True:
-            line = readline()
+            line = readline(size)
             if not line:
                 return
+            if len(line) == size and not line.endswith(b"\n"):
+                raise _LineTooLong
             parsed = parse_line(line)
             if type(parsed) is dict:  # the usual case, first
                 try:

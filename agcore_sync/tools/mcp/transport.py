@@ -16,7 +16,15 @@ from typing import Any, Callable, ClassVar, Dict, Optional
 
 from agcore_sync.tools.error import McpConnectionError
 
-__all__ = ["Transport", "MessageHandler", "ClosedHandler"]
+__all__ = ["Transport", "MessageHandler", "ClosedHandler", "DEFAULT_MAX_MESSAGE_SIZE"]
+
+#: The largest message (bytes of one stdio line, of one JSON answer, or
+#: characters of one SSE event) a transport accepts unless told otherwise:
+#: far above any tool list or result a model can use, far below what
+#: exhausts a machine. A larger one ends the call or the connection with an
+#: :class:`~agcore_sync.tools.error.McpError`, and memory stays within about
+#: twice the limit however much the server sends.
+DEFAULT_MAX_MESSAGE_SIZE = 32 * 1024 * 1024
 
 #: Called with each message the server sends, in wire order.
 MessageHandler = Callable[[Dict[str, Any]], None]
