@@ -55,6 +55,9 @@ _EXPORTS: Dict[str, str] = {
     "PromptError": "agcore_sync.prompt.errors",
     "CycleConfig": "agcore_sync.loop.config",
     "LlmCycle": "agcore_sync.loop.cycle",
+    "RunUsage": "agcore_sync.loop.limits",
+    "UsageLimitExceeded": "agcore_sync.loop.limits",
+    "UsageLimits": "agcore_sync.loop.limits",
     "PausedTurn": "agcore_sync.loop.pause",
     "ApprovalRequired": "agcore_sync.llm.events",
     "ToolApprovalRequest": "agcore_sync.llm.events",
@@ -258,6 +261,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.loop.config import CycleConfig  # noqa: F401
     from agcore_sync.loop.cycle import LlmCycle  # noqa: F401
+    from agcore_sync.loop.limits import RunUsage, UsageLimitExceeded, UsageLimits  # noqa: F401
     from agcore_sync.loop.pause import PausedTurn  # noqa: F401
     from agcore_sync.loop.tool_stream import ToolLoopStream  # noqa: F401
     from agcore_sync.prompt.builder import PromptBuilder  # noqa: F401

@@ -18,16 +18,16 @@ in :class:`HookError` (cause chained), which ends the turn.
 from __future__ import annotations
 
 import enum
-import logging
 from typing import Any, Callable, Dict, List, Optional, Union
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.errors import AgcoreError
 
 __all__ = ["HookEvent", "HookContext", "Deny", "Defer", "Approve", "Decision", "Hooks", "HookError", "HookFn"]
 
-logger = logging.getLogger("agcore_sync.hooks")
+logger = _instrument.get_logger("agcore_sync.hooks")
 
 
 class HookEvent(str, enum.Enum):

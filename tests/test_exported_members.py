@@ -30,6 +30,7 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
              "openai_response_format", "output_tool", "prompted_instructions", "responses_text_format",
              "retry_instructions"}
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
+EXPORTED |= {"UsageLimits", "UsageLimitExceeded", "RunUsage"}  # limits; instrument() is in agcore_sync.telemetry
 EXPORTED |= {"OpenAIResponsesProvider"}
 EXPORTED |= {"McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt", "McpPromptArgument",
              "McpPromptResult", "sampling_handler_for", "McpResourceTool"}

@@ -22,19 +22,19 @@ pass ``token_counter`` for a real tokenizer.
 from __future__ import annotations
 
 import json
-import logging
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.errors import ContextOverflowError
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageRequest, Role
 
 __all__ = ["CompactConfig", "estimate_tokens", "SUMMARY_PREFIX"]
 
-logger = logging.getLogger("agcore_sync.compact")
+logger = _instrument.get_logger("agcore_sync.compact")
 
 #: Starts the user message that replaces summarised history.
 SUMMARY_PREFIX = "Summary of the earlier conversation:\n"

@@ -31,14 +31,14 @@ caller's (a web app keeps one per conversation).
 
 from __future__ import annotations
 
-import logging
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync.agent._ended_turns import EndedTurns
 from agcore_sync.agent._format import FORMAT_VERSION, check_document
+from agcore_sync.agent._turn_scope import OpenTurn
 from agcore_sync.agent.approval import cancelled_record, check_decisions
 from agcore_sync.agent.errors import (
     AgentError,
@@ -50,12 +50,13 @@ from agcore_sync.agent.errors import (
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.agent.turn_stream import TurnStream  # defined there, still importable from here
 from agcore_sync.hooks import Decision, HookEvent, Hooks
-from agcore_sync.llm.cost import PricingArg, find_pricing
+from agcore_sync.llm.cost import PricingArg, cost_usd, find_pricing
 from agcore_sync.llm.events import ToolApprovalRequest
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
 from agcore_sync.loop._conversation import check_parts
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+from agcore_sync.loop.limits import RunUsage, UsageLimits, run_usage
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import OutputPlan, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
@@ -65,7 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["AgentSession", "FORMAT_VERSION"]
 
-logger = logging.getLogger("agcore_sync.session")
+logger = _instrument.get_logger("agcore_sync.session")
 
 
 class AgentSession:
@@ -80,22 +81,29 @@ class AgentSession:
         compact: a :class:`~agcore_sync.agent.compact.CompactConfig`, applied
             before every provider call.
         pricing: prices for :attr:`cost_usd` (None: the built-in table).
+        usage_limits: a :class:`~agcore_sync.UsageLimits` for all turns together (None: none; 0.2).
 
     Attributes:
         cost_so_far: a :class:`Usage` summed over every provider response of
             every turn, tool rounds included.
+        usage: a :class:`~agcore_sync.RunUsage`, what the ended turns used (0.2).
         turn_index: how many turns have ended; every hook of a turn sees it.
     """
 
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None,
                  registry: Optional[ToolRegistry] = None, system_prompt: Any = None,
-                 hooks: Optional[Hooks] = None, compact: Any = None, *, pricing: PricingArg = None) -> None:
+                 hooks: Optional[Hooks] = None, compact: Any = None, *, pricing: PricingArg = None,
+                 usage_limits: Optional[UsageLimits] = None) -> None:
         check_parts("AgentSession", provider, config, hooks)
         _check.optional_instance("AgentSession", "registry", registry, ToolRegistry, "a ToolRegistry")
+        _check.optional_instance("AgentSession", "usage_limits", usage_limits, UsageLimits, "a UsageLimits")
         self._cycle = LlmCycle(provider, config, system_prompt, hooks, compact)
         self._owns_registry = registry is None
         self.registry = registry if registry is not None else ToolRegistry()
         self.pricing = pricing
+        self.usage_limits = usage_limits
+        self.usage = RunUsage()
+        self._turn = OpenTurn(self._cycle)
         self.cost_so_far = Usage()
         self._cost: Optional[float] = 0.0
         self.turn_index = 0
@@ -191,11 +199,12 @@ class AgentSession:
                 raise AgentError("a turn is already open: exhaust or close its stream first")
             self._turn_open = True
         self._cycle.use_history(slot.messages)  # the loops read and extend the current slot
-        self._cycle.turn_index = self.turn_index
+        self._turn.open(self)
         try:
             self._cycle.fire(HookEvent.ON_TURN_START)
-        except BaseException:
+        except BaseException as exc:
             self._turn_open = False
+            self._turn.close(error=exc)
             raise
 
     def _end_turn(self, record: TurnRecord, *, append_messages: bool) -> None:
@@ -205,8 +214,10 @@ class AgentSession:
             self._paused = record.paused
             self._stream = None
             self._turn_open = False
+            self._turn.close(record)  # its span ends here; a resumption gets one of its own
             return
         try:
+            self.usage = self.usage + record.usage
             for usage, model in record.usage_by_model:
                 self.cost_so_far = self.cost_so_far + usage
                 price = find_pricing(model, self.pricing)
@@ -216,6 +227,7 @@ class AgentSession:
             self._ended.ended(record.final_response, record.responses)
             self._cycle.fire(HookEvent.ON_TURN_END, response=record.final_response)
         finally:
+            self._turn.close(record)
             self.turn_index += 1
             self._stream = None
             self._turn_open = False
@@ -259,8 +271,9 @@ class AgentSession:
         try:
             stream = TurnStream(self._cycle, self.registry, user_input, end_turn=self._end_streamed_turn,
                                 max_buffered_events=max_buffered_events, output=plan)
-        except BaseException:
+        except BaseException as exc:
             self._turn_open = False
+            self._turn.close(error=exc)
             raise
         self._stream = weakref.ref(stream)
         return stream
@@ -281,7 +294,7 @@ class AgentSession:
             self._turn_open = True
         self._paused = None
         self._cycle.use_history(slot.messages)
-        self._cycle.turn_index = self.turn_index
+        self._turn.open(self)
         return paused, checked
 
     def resume_turn(self, decisions: Mapping[str, Decision]) -> MessageResponse:
@@ -328,9 +341,10 @@ class AgentSession:
         try:
             stream = TurnStream(self._cycle, self.registry, None, end_turn=self._end_streamed_turn,
                                 max_buffered_events=max_buffered_events, resume=(paused, checked))
-        except BaseException:
+        except BaseException as exc:
             self._paused = paused
             self._turn_open = False
+            self._turn.close(error=exc)
             raise
         self._stream = weakref.ref(stream)
         return stream
@@ -388,8 +402,9 @@ class AgentSession:
         self._cycle.use_history(slot.messages)
         self._cycle.turn_index = self.turn_index
         messages = [response.message] if new_messages is None else list(new_messages)
-        record = TurnRecord(new_messages=messages, usage_by_model=[(response.usage, response.model)],
-                            responses=[response], final_response=response)
+        used = [(response.usage, response.model)]
+        record = TurnRecord(new_messages=messages, usage_by_model=used, responses=[response], final_response=response,
+                            usage=run_usage(1, 0, used, lambda usage, model: cost_usd(usage, model, self.pricing)))
         self._end_turn(record, append_messages=True)
 
     def close(self) -> None:
@@ -420,6 +435,7 @@ class AgentSession:
             "cost_usd": self._cost,
             "turn_index": self.turn_index,
             "paused_turn": None if self._paused is None else self._paused.to_dict(),
+            "usage": self.usage.to_dict(), "usage_limits": self.usage_limits and self.usage_limits.to_dict(),
         }
 
     @classmethod
@@ -435,7 +451,8 @@ class AgentSession:
         """
         check_document(data)
         session = cls(provider, CycleConfig.from_dict(data["config"]), registry, data.get("system_prompt"),
-                      hooks, compact, pricing=pricing)
+                      hooks, compact, pricing=pricing, usage_limits=UsageLimits.read(data.get("usage_limits")))
+        session.usage = RunUsage.from_dict(data.get("usage") or {})
         session._slots = SlotStore.from_dict(data["slots"])
         session.cost_so_far = Usage.from_dict(data["cost_so_far"])
         session._cost = data.get("cost_usd", 0.0)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import abc
 import itertools
-import logging
 import secrets
 import threading
 import time
@@ -38,12 +37,13 @@ from typing import Any, Dict, Mapping, Optional, Protocol
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.agent._store_support import check_session_id, check_ttl
 from agcore_sync.agent.errors import AgentError, SessionBusyError
 
 __all__ = ["StoredSession", "SessionStore", "SessionLease", "LeaseBackend", "DEFAULT_LEASE_TTL"]
 
-logger = logging.getLogger("agcore_sync.store")
+logger = _instrument.get_logger("agcore_sync.store")
 
 #: The default ``ttl`` of :meth:`SessionStore.lease`, in seconds.
 DEFAULT_LEASE_TTL = 60.0

@@ -19,9 +19,9 @@ gets a new ``toolu_<hex>`` id.
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
+from agcore_sync import _instrument
 from agcore_sync._http.masking import Masker
 from agcore_sync._http.sse import SseEvent
 from agcore_sync.llm._stream_translator import StreamTranslator
@@ -51,7 +51,7 @@ from agcore_sync.llm.types import StopReason, Usage
 
 __all__ = ["AnthropicStreamTranslator", "stop_reason", "usage_from_wire", "api_error", "TOOL_ID_PREFIX"]
 
-logger = logging.getLogger("agcore_sync.llm")
+logger = _instrument.get_logger("agcore_sync.llm")
 
 #: The prefix of tool-call ids made for calls the server sent without one.
 TOOL_ID_PREFIX = "toolu_"

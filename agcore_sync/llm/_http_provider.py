@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import email.utils
 import json
-import logging
 import time
 from typing import Any, Dict, Iterator, Mapping, NoReturn, Optional
 
 import requests
 import urllib3.exceptions
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import new_session
 from agcore_sync._http.masking import MASK, Masker, mask
@@ -49,7 +48,7 @@ from agcore_sync.llm.types import MessageRequest, Usage
 
 __all__ = ["HttpProvider", "MASK", "mask", "error_for_status", "parse_retry_after"]
 
-logger = logging.getLogger("agcore_sync.llm")
+logger = _instrument.get_logger("agcore_sync.llm")
 
 
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
@@ -190,6 +189,7 @@ class HttpProvider(LlmProvider):
         if stream:
             headers["Accept"] = "text/event-stream"
         logger.debug("POST %s model=%s stream=%s", url, body.get("model"), stream)
+        _instrument.on_http_request(url)
         try:
             response = self.session.post(url, data=json.dumps(body), headers=headers,
                                          timeout=self.timeout, stream=stream)

@@ -25,9 +25,9 @@ part and annotation events, future types) are ignored.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Dict, List, Optional
 
+from agcore_sync import _instrument
 from agcore_sync._http.masking import Masker
 from agcore_sync._http.sse import SseEvent
 from agcore_sync.llm._responses_wire import (
@@ -56,7 +56,7 @@ from agcore_sync.llm.types import Usage
 
 __all__ = ["ResponsesStreamTranslator"]
 
-logger = logging.getLogger("agcore_sync.llm")
+logger = _instrument.get_logger("agcore_sync.llm")
 
 _BLOCK_KINDS = {"message": "text", "reasoning": "thinking", "function_call": "tool_use"}
 

@@ -27,10 +27,10 @@ Request translation:
 from __future__ import annotations
 
 import json
-import logging
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
+from agcore_sync import _instrument
 from agcore_sync._http.masking import Masker
 from agcore_sync.llm._media_wire import responses_part, responses_tool_output
 from agcore_sync.llm._thinking_origin import OPENAI_RESPONSES, make_envelope, origin_of, read_envelope
@@ -72,7 +72,7 @@ __all__ = [
     "parse_response",
 ]
 
-logger = logging.getLogger("agcore_sync.llm")
+logger = _instrument.get_logger("agcore_sync.llm")
 
 #: The ``include`` value that asks for reasoning items a stateless request can send back.
 ENCRYPTED_REASONING = "reasoning.encrypted_content"

@@ -38,12 +38,12 @@ every error.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import requests
 
+from agcore_sync import _instrument
 from agcore_sync.llm._anthropic_stream import (
     TOOL_ID_PREFIX,
     AnthropicStreamTranslator,
@@ -78,7 +78,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
 ]
 
-logger = logging.getLogger("agcore_sync.llm")
+logger = _instrument.get_logger("agcore_sync.llm")
 
 #: The public endpoint, without ``/v1``.
 DEFAULT_BASE_URL = "https://api.anthropic.com"

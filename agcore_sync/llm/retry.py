@@ -17,14 +17,13 @@ the last error is raised at once.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
 
 import attrs
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync.llm.errors import LlmError
 from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.provider import LlmProvider
@@ -32,7 +31,7 @@ from agcore_sync.llm.types import MessageRequest, MessageResponse
 
 __all__ = ["RetryConfig", "RetryProvider", "backoff_delay", "call_with_retry", "stream_with_retry"]
 
-logger = logging.getLogger("agcore_sync.llm.retry")
+logger = _instrument.get_logger("agcore_sync.llm.retry")
 
 T = TypeVar("T")
 
@@ -95,6 +94,7 @@ def _should_retry(exc: LlmError, config: RetryConfig, retry: int, sleep: Sleep) 
     delay = backoff_delay(config, retry, exc.retry_after)
     logger.warning("retry %d/%d in %.2fs after %s: %s", retry, config.max_retries, delay,
                    type(exc).__name__, exc)
+    _instrument.on_retry(exc, retry, delay)
     return not sleep(delay)
 
 

@@ -12,9 +12,9 @@ one way. This module does no I/O of its own.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, List, Optional, Protocol, Sequence
+from typing import Any, Iterator, List, Optional, Protocol, Sequence, Tuple
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync.hooks import HookContext, HookEvent, Hooks
 from agcore_sync.llm.events import MessageComplete, StreamEvent
 from agcore_sync.llm.provider import LlmProvider
@@ -94,6 +94,13 @@ class Conversation:
         self.compact = compact
         #: The session turn, given to hooks (None outside a session).
         self.turn_index: Optional[int] = None
+        #: A session's ``(UsageLimits, RunUsage of its earlier turns)``, set
+        #: before each turn; the tool loops check it with the turn's limits.
+        self.session_limits: Optional[Tuple[Any, Any]] = None
+        #: Prices for usage limits on cost (None: the provider's, else the built-in table).
+        self.pricing: Any = None
+        #: A session's open turn (an ``_instrument.TurnScope``), made current by the tool loops.
+        self.turn_scope: Any = None
         self._history: List[Message] = []
 
     # -- history --------------------------------------------------------------
@@ -163,10 +170,13 @@ class Conversation:
     def call_provider(self, request: MessageRequest, sleep: Sleep = time.sleep) -> MessageResponse:
         """Send ``request`` with hooks and retry; return the response."""
         self.fire(HookEvent.PRE_REQUEST, request=request)
-        if self.config.retry is None:
-            response = self.provider.chat(request)
-        else:
-            response = call_with_retry(lambda: self.provider.chat(request), self.config.retry, sleep)
+        with _instrument.chat(request, self.provider, stream=False) as span:
+            if self.config.retry is None:
+                response = self.provider.chat(request)
+            else:
+                response = call_with_retry(lambda: self.provider.chat(request), self.config.retry, sleep)
+            if span._observer is not None:
+                span.record(response)
         self.fire(HookEvent.POST_REQUEST, request=request, response=response)
         return response
 

@@ -15,6 +15,7 @@ import attrs
 from agcore_sync import _check
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.llm.types import check_thinking
+from agcore_sync.loop.limits import UsageLimits
 
 __all__ = ["CycleConfig", "DEFAULT_MAX_TOOL_TURNS", "OUTPUT_MODES"]
 
@@ -28,6 +29,12 @@ DEFAULT_MAX_TOOL_TURNS = 10
 def _retry_converter(value: Any) -> Optional[RetryConfig]:
     if isinstance(value, dict):
         return RetryConfig.from_dict(value)
+    return value
+
+
+def _limits_converter(value: Any) -> Optional[UsageLimits]:
+    if isinstance(value, dict):
+        return UsageLimits.from_dict(value)
     return value
 
 
@@ -52,6 +59,10 @@ def _temperature(_: Any, attribute: Any, value: Any) -> None:
 
 def _retry_config(_: Any, attribute: Any, value: Any) -> None:
     _check.optional_instance("CycleConfig", attribute.name, value, RetryConfig, "a RetryConfig (or None: no retry)")
+
+
+def _usage_limits(_: Any, attribute: Any, value: Any) -> None:
+    _check.optional_instance("CycleConfig", attribute.name, value, UsageLimits, "a UsageLimits (or None: no limit)")
 
 
 @attrs.frozen
@@ -93,9 +104,14 @@ class CycleConfig:
         ValueError: an unknown ``output_mode``, negative ``output_retries``,
             or a thinking budget under 1024 or not below ``max_tokens``.
 
+        usage_limits: a :class:`~agcore_sync.loop.limits.UsageLimits` budget
+            for each tool-loop turn (None: no limit).
+
     .. versionchanged:: 0.1.0
        ``output_mode``, ``output_retries``, ``prompt_cache``, ``thinking``,
        ``reasoning_effort`` and ``extra_body``.
+
+    .. versionchanged:: 0.2 ``usage_limits``.
     """
 
     model: Optional[str] = attrs.field(default=None, validator=_optional_str)
@@ -108,6 +124,8 @@ class CycleConfig:
     tool_timeout_secs: Optional[float] = attrs.field(default=30.0, validator=_seconds)
     max_tool_result_bytes: Optional[int] = attrs.field(default=100_000, validator=_count)
     max_repeated_tool_calls: Optional[int] = attrs.field(default=3, validator=_count)
+    usage_limits: Optional[UsageLimits] = attrs.field(default=None, converter=_limits_converter,
+                                                      validator=_usage_limits)
     output_mode: str = attrs.field(default="native", kw_only=True)
     output_retries: int = attrs.field(default=1, kw_only=True)
     prompt_cache: bool = attrs.field(default=False, kw_only=True, converter=bool)
@@ -136,6 +154,7 @@ class CycleConfig:
         """Return a JSON-ready dict."""
         data = attrs.asdict(self, recurse=False)
         data["retry"] = None if self.retry is None else self.retry.to_dict()
+        data["usage_limits"] = None if self.usage_limits is None else self.usage_limits.to_dict()
         return data
 
     @classmethod

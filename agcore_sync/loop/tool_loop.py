@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.hooks import Approve, Decision, Defer, Deny, HookEvent
 from agcore_sync.llm.errors import LlmError, MaxToolTurnsExceeded, OutputRefusedError
 from agcore_sync.llm.events import (
@@ -42,6 +43,7 @@ from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, TextBlock, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._output import OutputPlan
+from agcore_sync.loop.limits import RunUsage, TurnAccount
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
@@ -124,6 +126,7 @@ class TurnRecord:
         final_response: the last response received, or None.
         paused: where the turn stopped to wait for approval, or None (the
             turn ended, or runs on).
+        usage: what the turn used (requests, tool calls, tokens, cost), across pauses.
     """
 
     new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=tuple)
@@ -131,6 +134,7 @@ class TurnRecord:
     responses: Tuple[MessageResponse, ...] = attrs.field(default=(), converter=tuple)
     final_response: Optional[MessageResponse] = None
     paused: Optional[PausedTurn] = None
+    usage: RunUsage = RunUsage()
 
 
 class _RepeatGuard:
@@ -213,6 +217,7 @@ class ToolLoop:
         self.pausable = pausable
         self.paused: Optional[PausedTurn] = None
         self._provider_calls = 0
+        self._account = TurnAccount()  # counts the turn, checks its usage limits
 
     def run(self, prompt: Union[str, Message]) -> MessageResponse:
         """Run the turn for ``prompt`` (a str, or a user :class:`Message` with images...); return the final response.
@@ -221,7 +226,8 @@ class ToolLoop:
         response whose calls wait is returned.
         """
         self.new_messages = [prompt if isinstance(prompt, Message) else Message.user(prompt)]
-        return self._rounds()
+        with self._account.start(self.cycle, Cancelled):
+            return self._rounds()
 
     def resume(self, paused: PausedTurn, decisions: Mapping[str, Decision]) -> MessageResponse:
         """Continue ``paused`` with a decision for each waiting call; return the final response.
@@ -238,14 +244,16 @@ class ToolLoop:
         self._responses = [paused.final_response]
         self.final_response = paused.final_response
         self._provider_calls = paused.provider_calls
+        self._account.resume(paused)
         self._guard.restore(paused.guard)
-        self._check_cancel()
-        results = self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
-                                  decisions=decisions)
-        if self._pause_if_waiting(paused.final_response, results):
-            return paused.final_response
-        self.new_messages = [*self.new_messages, paused.assistant, *results]  # type: ignore[list-item]
-        return self._rounds()
+        with self._account.start(self.cycle, Cancelled):
+            self._check_cancel()
+            results = self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
+                                      decisions=decisions)
+            if self._pause_if_waiting(paused.final_response, results):
+                return paused.final_response
+            self.new_messages = [*self.new_messages, paused.assistant, *results]  # type: ignore[list-item]
+            return self._rounds()
 
     def _rounds(self) -> MessageResponse:
         plan = self.output
@@ -286,7 +294,8 @@ class ToolLoop:
     def record(self) -> TurnRecord:
         """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
         return TurnRecord(new_messages=self.new_messages, usage_by_model=self.usage_by_model,
-                          responses=self._responses, final_response=self.final_response, paused=self.paused)
+                          responses=self._responses, final_response=self.final_response, paused=self.paused,
+                          usage=self._account.used(self.usage_by_model))
 
     def _pause_if_waiting(self, response: MessageResponse, results: List[Optional[Message]]) -> bool:
         """If some calls of the round wait for approval, pause the turn and return True."""
@@ -313,14 +322,18 @@ class ToolLoop:
 
     def _request(self, request: MessageRequest) -> Tuple[MessageResponse, Optional[LlmError]]:
         """Return the response (with ``.output`` once a valid answer) and the output error, if any."""
+        self._account.before_request(self.usage_by_model)
         if self.emit is None:
             response = self.cycle.call_provider(request)
             self.usage_by_model.append((response.usage, response.model))
             response, error = self._settle(response)
         else:
-            response, error = self._request_stream(request)
+            with _instrument.chat(request, self.cycle.provider, stream=True, cancelled=Cancelled) as span:
+                response, error = self._request_stream(request)
+                span.record(response)
         self._responses.append(response)
         self.final_response = response
+        self._account.after_response(self.usage_by_model)
         return response, error
 
     def _settle(self, response: MessageResponse) -> Tuple[MessageResponse, Optional[LlmError]]:
@@ -378,6 +391,8 @@ class ToolLoop:
         pause (they are not run or announced again); ``decisions`` the human's
         decision for each waiting call (those skip the guard and PRE_TOOL_USE).
         """
+        if settled is None:  # a new round (a resumed one was counted before its pause)
+            self._account.before_tools(self.usage_by_model, len(calls))
         settled = settled or {}
         decisions = decisions or {}
         emit = self.emit

@@ -38,10 +38,10 @@ import collections
 import contextvars
 import functools
 import itertools
-import logging
 import threading
 from typing import Any, Callable, Deque, Iterator, Mapping, Optional, Tuple, Union
 
+from agcore_sync import _instrument
 from agcore_sync.hooks import Decision
 from agcore_sync.llm.events import Error, StreamEvent, ToolApprovalRequest
 from agcore_sync.llm.types import Message, MessageResponse
@@ -53,7 +53,7 @@ from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["ToolLoopStream"]
 
-logger = logging.getLogger("agcore_sync.stream")
+logger = _instrument.get_logger("agcore_sync.stream")
 
 #: Safety net of every blocking wait in a stream (seconds). Waits are woken
 #: at once by the other side or by ``close()``; this bound only limits how
@@ -239,6 +239,8 @@ class ToolLoopStream:
         self.new_messages: Tuple[Message, ...] = ()
         self.final_response: Optional[MessageResponse] = None
         self.error: Optional[BaseException] = None
+        # A session's open turn (its span, if traced) learns of an early close.
+        self._turn = getattr(cycle, "turn_scope", None) or _instrument.current_turn()
         self.pending_approvals: Tuple[ToolApprovalRequest, ...] = ()
         # The whole loop runs in a copy of the creator's contextvars context.
         context = contextvars.copy_context()
@@ -281,6 +283,8 @@ class ToolLoopStream:
         """
         if self._ended:
             return
+        if self._turn is not None and not self._ending:
+            self._turn.cancel()
         self._cancel.set()
         self._channel.clear_and_wake()
         if not self._iterating:

@@ -10,19 +10,19 @@ wins, so ``on_complete`` hears of each call once, before the batch returns.
 
 from __future__ import annotations
 
-import logging
 import threading
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FuturesTimeoutError
 from time import perf_counter
 from typing import Any, List, Optional, Sequence, Tuple
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolTimeoutError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
 
 __all__ = ["Batch", "Call", "collect"]
 
-logger = logging.getLogger("agcore_sync.tools.registry")
+logger = _instrument.get_logger("agcore_sync.tools.registry")
 
 #: A call ready to run: its position in the batch, the registry's entry for
 #: the tool, the name, the arguments, the call id.

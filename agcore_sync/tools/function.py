@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
-import logging
 import re
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 import attrs
 
+from agcore_sync import _instrument
 from agcore_sync.llm._docstring import parse_docstring
 from agcore_sync.llm._schema_from_type import SchemaBuilder, with_details
 from agcore_sync.tools.base import BaseTool
@@ -27,7 +27,7 @@ from agcore_sync.tools.permission import Permission
 
 __all__ = ["FunctionTool", "tool"]
 
-logger = logging.getLogger(__name__)
+logger = _instrument.get_logger(__name__)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -20,14 +20,13 @@ and a tool that sets one changes only its copy.
 from __future__ import annotations
 
 import contextvars
-import logging
 import os
 import threading
 from concurrent.futures import Future, wait
 from time import perf_counter
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
 from agcore_sync.tools._batch import Batch, Call, collect
@@ -47,7 +46,7 @@ __all__ = [
     "DEFAULT_MAX_WORKERS",
 ]
 
-logger = logging.getLogger(__name__)
+logger = _instrument.get_logger(__name__)
 
 #: How long :meth:`ToolRegistry.close` waits for running tools before it
 #: abandons them (seconds). A thread cannot be killed; a stuck tool keeps its
@@ -356,6 +355,18 @@ class ToolRegistry:
         return entry
 
     def _run(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
+        """Run one call under its tool-call id (and ``execute_tool`` span, when traced).
+
+        Always called in a context copy of its own (see :meth:`invoke`,
+        :meth:`invoke_all`, the pool), which ``_instrument.tool_call`` relies on.
+        """
+        with _instrument.tool_call(name, tool_call_id, args, entry.tool) as span:
+            invocation = self._execute(entry, name, args, tool_call_id)
+            if span._observer is not None:
+                span.record(invocation)
+            return invocation
+
+    def _execute(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
         """Validate, execute and serialise (steps 3 to 5); raise no Exception."""
         start = perf_counter()
         try:

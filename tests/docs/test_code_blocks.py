@@ -207,6 +207,10 @@ NOT_RUN: Dict[Tuple[str, str], str] = {
         "needs Django, which is not a test dependency (the Flask app it mirrors runs in tests/examples)",
     ("docs/howto/mcp_servers.rst", "mcp-server-fetch"):
         "needs the mcp-server-fetch package from PyPI, not a test dependency, and the network",
+    ("docs/observability.rst", "OTLPSpanExporter"):
+        "needs opentelemetry-exporter-otlp and a collector (tests/telemetry runs the same app with the SDK)",
+    ("docs/observability.rst", "DjangoInstrumentor"):
+        "needs Django and opentelemetry-instrumentation-django, not test dependencies",
 }
 
 

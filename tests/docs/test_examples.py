@@ -17,6 +17,7 @@ NOT_SCRIPTS = {"flask_app.py", "mcp_oauth_flask.py"}
 NEEDS = {
     "mcp_stdio.py": "mcp",  # they start tests/mcp_servers/sdk_server.py (the MCP Python SDK, Python >= 3.10)
     "mcp_http.py": "mcp",
+    "observability.py": "opentelemetry.sdk",  # the otel extra and the SDK (both test dependencies)
     "background_turn.py": "redis",
     "background_runner.py": "redis",
 }

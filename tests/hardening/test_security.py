@@ -277,3 +277,37 @@ def test_a_tool_use_block_whose_input_is_a_string_is_never_parsed_a_second_time(
     assert read.runs == []
     [result] = [m for m in provider.requests[1].messages if m.role is Role.TOOL]
     assert result.content[0].is_error and "read_file" in result.content[0].content
+
+
+def test_no_log_record_field_and_no_span_carries_an_api_key(api, caplog):
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agcore_sync import telemetry
+
+    caplog.set_level(logging.DEBUG)
+    api.add(responses.POST, OPENAI_URL, status=500, json=openai_error(f"upstream saw key {OPENAI_KEY}", "server_error"))
+    api.add(responses.POST, OPENAI_URL, status=401,
+            json=openai_error(f"Incorrect API key provided: {OPENAI_KEY}.", "invalid_request_error", "invalid_api_key"))
+    exporter = InMemorySpanExporter()
+    tracer_provider = sdk.TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.instrument(tracer_provider=tracer_provider, capture_content=True)
+    try:
+        provider = OpenAIProvider("gpt-4o-mini", api_key=OPENAI_KEY)
+        config = CycleConfig(retry=RetryConfig(max_retries=1, initial_backoff=0.0, jitter=False))
+        with AgentSession(provider, config) as session:
+            with pytest.raises(AgcoreError):
+                session.submit_turn("hello")
+    finally:
+        telemetry.uninstrument()
+        tracer_provider.shutdown()
+    ours = [r for r in caplog.records if r.name.startswith("agcore_sync")]
+    assert ours and all(r.agcore_turn_id for r in ours), "the turn logged nothing of its own"
+    texts = [repr(vars(record)) for record in caplog.records]
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["chat gpt-4o-mini", "invoke_agent"]
+    texts += [span.to_json() for span in spans]
+    for text in texts:
+        assert OPENAI_KEY not in text, text

@@ -17,6 +17,7 @@ import functools
 import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpError
 from agcore_sync.tools.mcp._pages import fetch_all
 from agcore_sync.tools.mcp.prompts import McpPrompt, McpPromptResult
@@ -30,7 +31,7 @@ from agcore_sync.tools.mcp.resources import (
 
 __all__ = ["ServerFeatures", "MCP_LOG_LEVELS", "delegate"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: The MCP (RFC 5424) log levels, least severe first.
 MCP_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")

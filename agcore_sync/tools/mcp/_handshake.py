@@ -7,12 +7,11 @@ cancels ``initialize`` or ``server/discover`` (the specification forbids it).
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Dict, Optional
 
 import attrs
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync.tools.error import McpConnectionError, McpError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
@@ -40,7 +39,7 @@ def check_protocol(protocol: Optional[str]) -> None:
     if protocol is not None and protocol != "auto" and protocol not in proto.KNOWN_VERSIONS:
         raise ValueError(f"protocol must be None, 'auto' or one of {', '.join(proto.KNOWN_VERSIONS)}; got {protocol!r}")
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: ``request(method, params, *, timeout, cancellable) -> result``: the client's request function.
 RequestFunction = Callable[..., Dict[str, Any]]

@@ -22,19 +22,19 @@ from __future__ import annotations
 import abc
 import itertools
 import json
-import logging
 import threading
 import time
 from typing import Any, Dict, List, Optional, Set
 
 import requests
 
+from agcore_sync import _instrument
 from agcore_sync._http.body import READ_TIMEOUTS, TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import abort, close_quietly, socket_of
 from agcore_sync._http.sse import EventTooLarge, SseEvent, SseParser
 from agcore_sync.tools.error import McpConnectionError
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: Seconds to open a TCP connection to the server (every request).
 CONNECT_TIMEOUT = 10.0

@@ -19,13 +19,14 @@ of the transport:
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import subprocess
 import threading
 import time
 from typing import Callable, Dict, Mapping, Optional, Sequence
+
+from agcore_sync import _instrument
 
 __all__ = [
     "SAFE_ENV_VARS",
@@ -38,7 +39,7 @@ __all__ = [
     "stop",
 ]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: The parent's variables a server sees with ``inherit_env="safe"``: enough to
 #: find programs and a home directory, never API keys or tokens.

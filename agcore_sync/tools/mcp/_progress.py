@@ -14,13 +14,14 @@ callback of a call has run, in order, before ``call_tool`` returns.
 from __future__ import annotations
 
 import contextvars
-import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from agcore_sync import _instrument
+
 __all__ = ["ProgressRoutes", "ProgressCallback", "DRAIN_TIMEOUT"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: ``progress(progress, total, message)``: ``total`` and ``message`` are None
 #: when the server sends none.

@@ -14,10 +14,10 @@ the restarted server.
 from __future__ import annotations
 
 import itertools
-import logging
 import time
 from typing import Any, Dict, Optional
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpConnectionError, McpError, McpTimeoutError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp._pending import HANDOFF_TIMEOUT, PendingTable, result_of, with_stderr
@@ -27,7 +27,7 @@ from agcore_sync.tools.mcp.transport import Transport
 
 __all__ = ["Requester"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 
 class Requester:
@@ -65,7 +65,25 @@ class Requester:
         #: the handshake; None for the handshake versions.
         self.request_meta: Optional[Dict[str, Any]] = None
 
-    def request(
+    def request(self, method: str, params: Optional[Dict[str, Any]], **options: Any) -> Dict[str, Any]:
+        """Send one request and wait for its result (see :meth:`_request` for ``options``).
+
+        When traced, the request runs under an MCP client span whose trace
+        context goes to the server in ``params._meta`` (``traceparent``).
+        """
+        if _instrument.observer is None:
+            return self._request(method, params, **options)
+        with _instrument.mcp_request(method, params, server=self.server_name, tool_name=options.get("tool_name"),
+                                     transport=self._transport) as span:
+            meta = span.trace_meta()
+            if meta:
+                params = dict(params or {})
+                params["_meta"] = {**(params.get("_meta") or {}), **meta}
+            result = self._request(method, params, **options)
+            span.record(result)
+            return result
+
+    def _request(
         self,
         method: str,
         params: Optional[Dict[str, Any]],
@@ -158,7 +176,7 @@ class Requester:
                 left = None if timeout is None else timeout - (time.monotonic() - sent_at)
                 if restarter.await_loss_report(losses, left):
                     left = None if timeout is None else max(timeout - (time.monotonic() - sent_at), 0.0)
-                    return self.request(
+                    return self._request(
                         method, original, timeout=left, cancellable=cancellable, progress=progress,
                         tool_name=tool_name, resend=False, progress_callback=progress_callback,
                     )

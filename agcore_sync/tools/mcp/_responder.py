@@ -27,6 +27,7 @@ import queue
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpError, McpNotInitializedError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
@@ -45,7 +46,7 @@ SamplingHandler = Callable[[Dict[str, Any]], Dict[str, Any]]
 #: ``on_progress(params)``: gets each ``notifications/progress`` params dict.
 ProgressHandler = Callable[[Dict[str, Any]], None]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 #: Parent of the loggers server log messages go to: one child per server,
 #: named after it (dots replaced by ``_``).
 SERVER_LOGGER = "agcore_sync.mcp.server"

@@ -20,11 +20,11 @@ module's docstring for the whole story.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import Callable, Optional
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpConnectionError
 from agcore_sync.tools.mcp._pending import PendingTable
 from agcore_sync.tools.mcp.restart import RestartPolicy
@@ -49,7 +49,7 @@ def check_restart(restart: Optional[RestartPolicy], transport: object, server_na
             f"{type(transport).__name__} cannot, so MCP client {server_name!r} cannot restart it"
         )
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: Longest wait, after a request could not be written, for the transport to
 #: report the loss (it first reaps the exit code and drains stderr, bounded by

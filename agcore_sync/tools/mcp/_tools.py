@@ -19,11 +19,11 @@ stale).
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from agcore_sync import _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools.error import McpError, ToolError
 from agcore_sync.tools.mcp import protocol as proto
@@ -31,7 +31,7 @@ from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller
 
 __all__ = ["ToolsCache", "fetch_tools", "tool_def", "usable_tools", "build_adapters", "MAX_TOOL_PAGES", "TOOL_NAME"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: Tool names every provider here accepts (OpenAI's and Anthropic's rule).
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

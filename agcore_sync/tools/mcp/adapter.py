@@ -15,9 +15,9 @@ imports this one for ``into_tools``): imports inside ``tools/mcp`` run one way.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
 
+from agcore_sync import _instrument
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import McpConnectionError, McpError, ToolExecutionError
 from agcore_sync.tools.mcp._result import McpToolResult
@@ -25,7 +25,7 @@ from agcore_sync.tools.mcp.content import ModelBlock, mcp_blocks
 
 __all__ = ["McpTool", "McpToolCaller", "content_blocks"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 
 class McpToolCaller(Protocol):

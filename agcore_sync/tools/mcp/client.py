@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import logging
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from agcore_sync import _instrument
 from agcore_sync._version import __version__
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools.error import McpConnectionError, McpNotInitializedError
@@ -59,7 +59,7 @@ from agcore_sync.tools.mcp.transport import Transport
 
 __all__ = ["McpClient", "McpToolResult", "ElicitationHandler", "SamplingHandler", "ProgressHandler", "ProgressCallback"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 # The client's lifecycle states (McpClient._state).
 _NEW, _CONNECTING, _READY, _CLOSED = "new", "connecting", "ready", "closed"

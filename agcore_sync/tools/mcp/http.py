@@ -59,14 +59,13 @@ answer is fine). No ``requests`` exception leaves this module: they become
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from typing import Any, Dict, Mapping, Optional, Set
 
 import requests
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyTooLarge, read_limited, read_text, release
 from agcore_sync._http.connection import close_quietly, new_session
 from agcore_sync.tools.error import McpConnectionError, McpError
@@ -95,7 +94,7 @@ __all__ = [
     "MAX_EMPTY_RECONNECTS",
 ]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: Seconds a notification or response POST may wait for its 202 when
 #: ``send`` is given no timeout and the transport has none: these answers

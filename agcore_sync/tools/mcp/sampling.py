@@ -28,9 +28,9 @@ the JSON-RPC error answer (its message only, never a key).
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from agcore_sync import _instrument
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageRequest, StopReason
 from agcore_sync.tools.error import McpError
@@ -38,7 +38,7 @@ from agcore_sync.tools.mcp.content import mcp_message
 
 __all__ = ["sampling_handler_for", "USER_REJECTED"]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 #: JSON-RPC error code the MCP specification gives a user's refusal of a sampling request.
 USER_REJECTED = -1

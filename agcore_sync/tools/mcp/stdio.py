@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import collections
 import itertools
-import logging
 import os
 import subprocess
 import threading
 from typing import IO, Any, Deque, Dict, List, Mapping, Optional, Sequence
 
-from agcore_sync import _check
+from agcore_sync import _check, _instrument
 from agcore_sync.tools.error import McpConnectionError
 from agcore_sync.tools.mcp import _process, jsonrpc
 from agcore_sync.tools.mcp._process import FORCE_KILL_TIMEOUT, PROCESS_TERMINATION_TIMEOUT, SAFE_ENV_VARS
@@ -44,7 +43,7 @@ __all__ = [
     "FORCE_KILL_TIMEOUT",
 ]
 
-logger = logging.getLogger("agcore_sync.mcp")
+logger = _instrument.get_logger("agcore_sync.mcp")
 
 # SAFE_ENV_VARS, PROCESS_TERMINATION_TIMEOUT and FORCE_KILL_TIMEOUT are
 # defined (and documented) in _process, which spawns and stops the server.

@@ -33,7 +33,6 @@ module: each becomes :class:`~agcore_sync.tools.error.McpAuthError`.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit, urlunsplit
@@ -41,6 +40,7 @@ from urllib.parse import urlsplit, urlunsplit
 import attrs
 import requests
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpAuthError
 
 __all__ = [
@@ -55,7 +55,7 @@ __all__ = [
     "canonical_url",
 ]
 
-logger = logging.getLogger("agcore_sync.mcp.auth")
+logger = _instrument.get_logger("agcore_sync.mcp.auth")
 
 #: Seconds (connect, read) for each metadata request.
 METADATA_TIMEOUT = (10.0, 30.0)

@@ -28,7 +28,6 @@ Nothing here logs, raises or shows a token, a secret or a code.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -36,6 +35,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import attrs
 import requests
 
+from agcore_sync import _instrument
 from agcore_sync.tools.error import McpAuthError
 from agcore_sync.tools.mcp.auth import discovery, flows
 from agcore_sync.tools.mcp.auth.jwt_assertion import private_key_signer
@@ -44,7 +44,7 @@ from agcore_sync.tools.mcp.auth.storage import InMemoryTokenStorage, OAuthClient
 
 __all__ = ["McpOAuth", "headless_authorize", "console_authorize", "AuthorizeCallback", "DEFAULT_REDIRECT_URI"]
 
-logger = logging.getLogger("agcore_sync.mcp.auth")
+logger = _instrument.get_logger("agcore_sync.mcp.auth")
 
 #: ``authorize(authorization_url) -> redirect_url``: the URL the authorization
 #: server sent the user back to (with ``code`` and ``state``).
