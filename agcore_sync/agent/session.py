@@ -1,32 +1,22 @@
 """AgentSession: turns over a tool loop, with cost, hooks, slots and resumption.
 
-A turn is one user input and everything the tool loop does for it. A turn
-always ends, whether it completed, failed or was closed early: the usage of
-every response received is added to ``cost_so_far``, the user message and
-every complete round are appended to the current slot, ``ON_TURN_END``
-fires and ``turn_index`` grows. Then the error is raised (``submit_turn``)
-or was the stream's last event (``submit_turn_stream``).
+A turn is one user input and everything the tool loop does for it. It always
+ends, completed, failed or closed early: the usage of every response is added
+to ``cost_so_far``, the user message and every complete round go into the
+current slot, ``ON_TURN_END`` fires and ``turn_index`` grows; then the error
+is raised (``submit_turn``) or was the stream's last event. A streamed turn
+ends by itself; :meth:`AgentSession.finalize_turn` never counts one twice.
 
-A streamed turn ends by itself; :meth:`AgentSession.finalize_turn` (the
-seed's call after the stream) ends it only if it is still open and never
-counts a turn twice. A turn made outside the session can be recorded with
-it, once.
-
-A turn may pause for a human's approval (a tool with ``requires_approval``,
-or a ``PRE_TOOL_USE`` hook returning ``Defer``): the round's other calls run,
-the stream ends with ``ApprovalRequired`` (``submit_turn`` returns), no
-thread waits, and :attr:`AgentSession.pending_approvals` lists the calls.
-The paused turn is saved by ``to_dict`` and goes on with
-:meth:`AgentSession.resume_turn` / :meth:`AgentSession.resume_turn_stream`
-(in any process, after ``from_dict``), or ends with
-:meth:`AgentSession.cancel_pending`. It still is one turn: ``ON_TURN_START``
-fired once at submit; usage, messages, ``ON_TURN_END`` and ``turn_index``
-count it once, when it really ends.
+A turn may pause for a human's approval (``requires_approval``, or a
+``PRE_TOOL_USE`` hook returning ``Defer``): the round's other calls run, the
+stream ends with ``ApprovalRequired``, no thread waits, and the turn (saved by
+``to_dict``) goes on with :meth:`AgentSession.resume_turn` or
+:meth:`AgentSession.resume_turn_stream` in any process, or ends with
+:meth:`AgentSession.cancel_pending`; it still counts once, when it ends.
 
 One turn at a time: starting a turn while one is open raises
-:class:`AgentError` (:class:`TurnPausedError` while one is paused). A
-session is not meant to be shared by threads without a lock of the
-caller's (a web app keeps one per conversation).
+:class:`AgentError` (:class:`TurnPausedError` while one is paused). A session
+is not meant to be shared by threads without a lock of the caller's.
 """
 
 from __future__ import annotations
@@ -38,12 +28,11 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from agcore_sync import _check, _instrument
 from agcore_sync.agent._ended_turns import EndedTurns
 from agcore_sync.agent._format import FORMAT_VERSION, check_document
+from agcore_sync.agent._store_mark import StoreMark, read_stored, unreadable
 from agcore_sync.agent._turn_scope import OpenTurn
 from agcore_sync.agent.approval import cancelled_record, check_decisions
 from agcore_sync.agent.errors import (
     AgentError,
-    SessionNotFoundError,
-    SessionStoreError,
     TurnNotPausedError,
     TurnPausedError,
 )
@@ -116,6 +105,7 @@ class AgentSession:
         self._stream: Optional[weakref.ref] = None
         # What finalize_turn() recognises as an ended turn.
         self._ended = EndedTurns()
+        self._stored = StoreMark()
 
     def __repr__(self) -> str:
         return (f"AgentSession(provider={self.provider!r}, turn_index={self.turn_index}, "
@@ -463,9 +453,6 @@ class AgentSession:
 
     # -- stores -----------------------------------------------------------------
 
-    #: (store, session_id, version) of the last load from or save to a store.
-    _stored: Optional[Tuple[SessionStore, str, int]] = None
-
     @classmethod
     def load(cls, store: SessionStore, session_id: str, *, provider: LlmProvider,
              registry: Optional[ToolRegistry] = None, hooks: Optional[Hooks] = None, compact: Any = None,
@@ -484,17 +471,13 @@ class AgentSession:
         # Argument mistakes are the caller's (TypeError), not a corrupt stored session.
         check_parts("AgentSession.load", provider, None, hooks)
         _check.optional_instance("AgentSession.load", "registry", registry, ToolRegistry, "a ToolRegistry")
-        stored = store.load(session_id)
-        if stored is None:
-            raise SessionNotFoundError(f"no session {session_id!r} in {store!r}", session_id=session_id)
+        stored = read_stored(store, session_id)
         try:
             session = cls.from_dict(stored.data, provider=provider, registry=registry, hooks=hooks,
                                     compact=compact, pricing=pricing)
         except (AgentError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SessionStoreError(
-                f"stored session {session_id!r} in {store!r} (version {stored.version}) cannot be loaded: {exc}; "
-                f"it was left as it is", path=getattr(store, "path", None), session_id=session_id) from exc
-        session._stored = (store, session_id, stored.version)
+            raise unreadable(store, session_id, stored, exc) from exc
+        session._stored.remember(store, session_id, stored.version)
         return session
 
     def save(self, store: SessionStore, session_id: str) -> int:
@@ -509,8 +492,6 @@ class AgentSession:
             SessionConflictError: the stored version is not the expected one
                 (load again, redo the turn, save); nothing was written.
         """
-        stored = self._stored
-        expected = stored[2] if stored is not None and stored[0] is store and stored[1] == session_id else None
-        version = store.save(session_id, self.to_dict(), expected)
-        self._stored = (store, session_id, version)
+        version = store.save(session_id, self.to_dict(), self._stored.expected(store, session_id))
+        self._stored.remember(store, session_id, version)
         return version

@@ -7,17 +7,17 @@ Used by :class:`~agcore_sync.contrib.jobs.TurnRunner`; see
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
 import time
 from typing import Any, Optional
 
+from agcore_sync import _instrument
 from agcore_sync.agent.turn_stream import TurnStream
 from agcore_sync.contrib.redis import RedisEventRelay
 
 __all__ = ["TurnWatch", "CANCEL_POLL_INTERVAL", "WATCH_JOIN_TIMEOUT"]
 
-logger = logging.getLogger("agcore_sync.jobs")
+logger = _instrument.get_logger("agcore_sync.jobs")
 
 #: How often a running turn's watcher looks for the cancel mark (seconds):
 #: the longest a cancel waits to be seen. One ``EXISTS`` per poll.

@@ -48,9 +48,9 @@ stuck on a dead connection never keeps a worker process alive.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Mapping, Optional, Union
 
+from agcore_sync import _instrument
 from agcore_sync.agent.errors import SessionNotFoundError, SessionStoreError
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.agent.store import SessionStore
@@ -72,7 +72,7 @@ __all__ = [
     "WATCH_JOIN_TIMEOUT",
 ]
 
-logger = logging.getLogger("agcore_sync.jobs")
+logger = _instrument.get_logger("agcore_sync.jobs")
 
 #: The liveness mark lives ``lease_ttl * LIVENESS_FACTOR`` seconds after each
 #: renewal (every third of that). Above 1 so that the mark of a dead worker

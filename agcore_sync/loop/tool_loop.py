@@ -40,16 +40,17 @@ from agcore_sync.llm.events import (
     ToolExecutionStarted,
 )
 from agcore_sync.llm.partial import PartialMessageResponse
-from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, TextBlock, ToolUseBlock, Usage
+from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._output import OutputPlan
+from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8
 from agcore_sync.loop.limits import RunUsage, TurnAccount
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
 
-__all__ = ["ToolLoop", "TurnRecord", "cut_utf8", "SUMMARY_CHARS"]
+__all__ = ["ToolLoop", "TurnRecord", "SUMMARY_CHARS"]
 
 #: ``ToolExecutionCompleted.result_summary`` holds at most this many characters.
 SUMMARY_CHARS = 200
@@ -63,51 +64,10 @@ class Cancelled(Exception):
 _WAIT = object()
 
 
-def cut_utf8(text: str, max_bytes: Optional[int]) -> str:
-    """Return ``text`` cut to ``max_bytes`` of UTF-8 on a character boundary.
-
-    A cut text ends with a marker saying how many bytes were cut. ASCII text
-    (``str.isascii()`` is a flag lookup) is cut without copying more than
-    the part kept.
-    """
-    if max_bytes is None or len(text) * 4 <= max_bytes:  # a character is at most 4 bytes
-        return text
-    if text.isascii():
-        if len(text) <= max_bytes:
-            return text
-        head, cut = text[:max_bytes], len(text) - max_bytes
-    else:
-        data = text.encode("utf-8", "surrogatepass")
-        if len(data) <= max_bytes:
-            return text
-        head = data[:max_bytes].decode("utf-8", "ignore")
-        cut = len(data) - len(head.encode("utf-8", "surrogatepass"))
-    return f"{head}\n[... {cut} bytes cut: the result was longer than {max_bytes} bytes]"
-
-
 def _arguments_json(call: ToolUseBlock) -> str:
     if isinstance(call.input, str):
         return call.input
     return json.dumps(call.input, ensure_ascii=False)
-
-
-def _cut_output(invocation: ToolInvocation, max_bytes: Optional[int]) -> ToolInvocation:
-    """Return ``invocation`` with its output replaced by the cut text if too long."""
-    if max_bytes is None or not invocation.ok:
-        return invocation
-    blocks = invocation.blocks
-    if blocks is not None:  # cut each text block; images have their own size limit
-        cut_blocks = tuple(TextBlock(cut_utf8(b.text, max_bytes)) if isinstance(b, TextBlock) else b for b in blocks)
-        if cut_blocks == blocks:
-            return invocation
-        return ToolInvocation(invocation.tool_name, invocation.input, output=cut_blocks,
-                              tool_call_id=invocation.tool_call_id, duration_s=invocation.duration_s)
-    text = invocation.content()
-    cut = cut_utf8(text, max_bytes)
-    if cut is text:
-        return invocation
-    return ToolInvocation(invocation.tool_name, invocation.input, output=cut,
-                          tool_call_id=invocation.tool_call_id, duration_s=invocation.duration_s)
 
 
 @attrs.frozen(kw_only=True)
@@ -135,35 +95,6 @@ class TurnRecord:
     final_response: Optional[MessageResponse] = None
     paused: Optional[PausedTurn] = None
     usage: RunUsage = RunUsage()
-
-
-class _RepeatGuard:
-    """Refuses a call identical to the previous ``limit`` calls in a row."""
-
-    def __init__(self, limit: Optional[int]) -> None:
-        self.limit = limit
-        self.last: Optional[Tuple[str, str]] = None
-        self.count = 0
-
-    def refuse(self, call: ToolUseBlock) -> Optional[ToolError]:
-        key = (call.name, json.dumps(call.input, sort_keys=True, separators=(",", ":")))
-        self.count = self.count + 1 if key == self.last else 1
-        self.last = key
-        if self.limit is None or self.count <= self.limit:
-            return None
-        return ToolError(
-            f'tool "{call.name}" was called with the same arguments {self.count} times in a row and was '
-            "not run again; change the arguments or answer without this tool",
-            call.name,
-        )
-
-    def state(self) -> Tuple[Optional[Tuple[str, str]], int]:
-        """Return what the guard remembers (saved with a paused turn)."""
-        return self.last, self.count
-
-    def restore(self, state: Tuple[Optional[Tuple[str, str]], int]) -> None:
-        """Remember ``state`` again (a resumed turn)."""
-        self.last, self.count = state
 
 
 class ToolLoop:
@@ -213,7 +144,7 @@ class ToolLoop:
         self.usage_by_model: List[Tuple[Usage, Optional[str]]] = []
         self.final_response: Optional[MessageResponse] = None
         self._responses: List[MessageResponse] = []
-        self._guard = _RepeatGuard(cycle.config.max_repeated_tool_calls)
+        self._guard = RepeatGuard(cycle.config.max_repeated_tool_calls)
         self.pausable = pausable
         self.paused: Optional[PausedTurn] = None
         self._provider_calls = 0
@@ -493,7 +424,7 @@ class ToolLoop:
 
     def _finish(self, call: ToolUseBlock, invocation: ToolInvocation, *, reached_registry: bool,
                 already_emitted: bool = False) -> ToolInvocation:
-        invocation = _cut_output(invocation, self.cycle.config.max_tool_result_bytes)
+        invocation = cut_output(invocation, self.cycle.config.max_tool_result_bytes)
         if reached_registry:
             arguments = call.input if isinstance(call.input, dict) else {}
             self.cycle.fire(HookEvent.POST_TOOL_USE, tool_name=call.name, tool_call_id=call.id,

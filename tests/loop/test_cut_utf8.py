@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agcore_sync.loop.tool_loop import cut_utf8
+from agcore_sync.loop._results import cut_utf8
 
 
 def by_encoding(text: str, max_bytes: int) -> str:

@@ -63,8 +63,9 @@ def _run_turn(store: SessionStore, session_id: str, text: str) -> AgentSession:
 
 
 def _turn(store: SessionStore, session_id: str, text: str) -> None:
+    loaded = store.load(session_id).version  # what load() saw: nothing saves in between until "go"
     session = _run_turn(store, session_id, text)
-    _say("loaded", session._stored[2])
+    _say("loaded", loaded)
     _expect("go")
     try:
         version = session.save(store, session_id)
