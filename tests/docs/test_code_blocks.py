@@ -204,13 +204,14 @@ SETUPS: Dict[Tuple[str, str], Callable[[Run], None]] = {
 #: Blocks that are compiled but not run: (file, a text found only in that block) -> why.
 NOT_RUN: Dict[Tuple[str, str], str] = {
     ("docs/howto/web_streaming.rst", "StreamingHttpResponse"):
-        "needs Django, which is not a test dependency (the Flask app it mirrors runs in tests/examples)",
+        "a view fragment that needs a Django project around it (settings, URLconf); tests/webapps runs the "
+        "Django example app, and tests/examples the Flask app it mirrors",
     ("docs/howto/mcp_servers.rst", "mcp-server-fetch"):
         "needs the mcp-server-fetch package from PyPI, not a test dependency, and the network",
     ("docs/observability.rst", "OTLPSpanExporter"):
         "needs opentelemetry-exporter-otlp and a collector (tests/telemetry runs the same app with the SDK)",
     ("docs/observability.rst", "DjangoInstrumentor"):
-        "needs Django and opentelemetry-instrumentation-django, not test dependencies",
+        "needs opentelemetry-instrumentation-django (not a test dependency) and a Django project around it",
 }
 
 
