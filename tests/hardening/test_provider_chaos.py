@@ -252,8 +252,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._start(framing)
         if mode == "ok":
             self._write(b"".join(events), framing, rng)
-            self._end(framing)
+            # Sent once written: the client may stop reading after [DONE] (it drains what
+            # follows for a bounded time only), so the end of the body can fail to go out.
             record.usage_sent = plan.usage
+            self._end(framing)
         elif mode == "cut":
             # Stop inside event `point`: at its start, or before its closing "}" / "]",
             # so what was sent of it never parses.
@@ -276,9 +278,11 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 bad = sse_data(openai_error_body("The server had an error while processing your request.",
                                                  "server_error"))
+            # Recorded before the writes: the client stops reading at the bad chunk and
+            # closes, so writing what follows it may fail.
+            record.usage_sent = plan.usage if point > usage_index else None
             self._write(b"".join(events[:point]) + bad + b"".join(events[point:]), framing, rng)
             self._end(framing)
-            record.usage_sent = plan.usage if point > usage_index else None
             record.detail = f"{mode} before event {point}"
 
     def _plain(self, record: Record, plan: Plan, offset_choice: float) -> None:
