@@ -37,8 +37,9 @@ from agcore_sync._version import __version__
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
 from agcore_sync.cli.demo import DEMO_QUESTION
 from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
-from agcore_sync.cli.setup import MCP_CLI_REMEDY, MCP_LIBRARY_REMEDY, CliError, Setup, build
+from agcore_sync.cli.setup import MCP_CLI_REMEDY, CliError, Setup, build
 from agcore_sync.errors import AgcoreError
+from agcore_sync.tools.mcp.client import RECONNECT_ADVICE
 
 __all__ = ["main"]
 
@@ -132,7 +133,7 @@ def _fail(err: TextIO, message: str) -> None:
 
 def _describe(exc: AgcoreError) -> str:
     """Return the one-line message for a failure, with the end of an MCP server's stderr if it has one."""
-    message = one_line(f"{type(exc).__name__}: {exc}").replace(MCP_LIBRARY_REMEDY, MCP_CLI_REMEDY)
+    message = one_line(f"{type(exc).__name__}: {exc}").replace(RECONNECT_ADVICE, MCP_CLI_REMEDY)
     tail = one_line(getattr(exc, "stderr_tail", None) or "")
     if tail and tail[-40:] not in message:  # the library's message may carry the tail already
         if len(tail) > MAX_STDERR_SHOWN:

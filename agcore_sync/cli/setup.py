@@ -21,6 +21,7 @@ from agcore_sync.llm.errors import LlmConnectionError, LlmTimeoutError
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.loop.cycle import CycleConfig
+from agcore_sync.tools.mcp.client import RECONNECT_ADVICE
 from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["CliError", "Setup", "build"]
@@ -81,7 +82,7 @@ class Setup:
         """
         if self.endpoint is not None and isinstance(exception, (LlmConnectionError, LlmTimeoutError)):
             return f"could not reach {self.endpoint}: {message}"
-        return message.replace(MCP_LIBRARY_REMEDY, MCP_CLI_REMEDY)
+        return message.replace(RECONNECT_ADVICE, MCP_CLI_REMEDY)
 
     def new_session(self) -> AgentSession:
         """Return a fresh session over these pieces."""
@@ -96,9 +97,7 @@ class Setup:
         return AgentSession.from_dict(data, provider=self.provider, registry=self.registry, pricing=self.pricing)
 
 
-#: What the MCP client tells a program to do after its server died ...
-MCP_LIBRARY_REMEDY = "create a new McpClient to reconnect"
-#: ... and what the command line tells its user instead.
+#: What the command line tells its user instead of the MCP client's advice to a program.
 MCP_CLI_REMEDY = "its tools stay unavailable until agcore-sync is started again"
 
 

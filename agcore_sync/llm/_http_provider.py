@@ -28,10 +28,10 @@ import urllib3.exceptions
 from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import new_session
-from agcore_sync._http.masking import MASK, Masker, mask
+from agcore_sync._http.masking import Masker
 from agcore_sync._http.sse import DEFAULT_MAX_EVENT_SIZE, EventTooLarge, SseEvent, SseParser
 from agcore_sync.llm._stream_translator import StreamTranslator
-from agcore_sync.llm.cost import PricingArg, cost_usd
+from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmConnectionError,
@@ -44,9 +44,9 @@ from agcore_sync.llm.errors import (
 )
 from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.provider import LlmProvider
-from agcore_sync.llm.types import MessageRequest, Usage
+from agcore_sync.llm.types import MessageRequest
 
-__all__ = ["HttpProvider", "MASK", "mask", "error_for_status", "parse_retry_after"]
+__all__ = ["HttpProvider", "error_for_status", "parse_retry_after"]
 
 logger = _instrument.get_logger("agcore_sync.llm")
 
@@ -178,10 +178,6 @@ class HttpProvider(LlmProvider):
             raise LlmError(f"{self.provider_name}: no model given: set it on the request or the provider")
         return model
 
-    def _cost(self, usage: Usage, model: Optional[str]) -> Optional[float]:
-        """Return the cost of ``usage`` for ``model`` (for subclasses that build ``CostUpdate`` by hand)."""
-        return cost_usd(usage, model, self.pricing)
-
     # -- sending ------------------------------------------------------------
 
     def _post(self, url: str, body: Dict[str, Any], *, stream: bool) -> requests.Response:
@@ -248,14 +244,6 @@ class HttpProvider(LlmProvider):
             raise ResponseParseError(f"{self.provider_name} sent a body that is not JSON",
                                      body=self._masker.text(text[:1000])) from exc
 
-    def _chunk_json(self, data: str) -> Any:
-        """Parse one stream chunk's data, or raise ``ResponseParseError`` (key masked)."""
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise ResponseParseError(f"{self.provider_name} sent a stream chunk that is not JSON",
-                                     body=self._masker.text(data[:1000])) from exc
-
     # -- reading streams ----------------------------------------------------
 
     def _stream(self, url: str, body: Dict[str, Any], translator: StreamTranslator) -> Iterator[StreamEvent]:
@@ -295,10 +283,6 @@ class HttpProvider(LlmProvider):
         finally:
             events_of.close()
             reader.discard()  # does nothing after release()
-
-    def _sse_events(self, response: requests.Response) -> Iterator[SseEvent]:
-        """Yield the SSE events of ``response`` as their bytes arrive (the caller closes it)."""
-        return self._read_events(BodyReader(response))
 
     def _read_events(self, reader: BodyReader) -> Iterator[SseEvent]:
         parser = SseParser(self.max_event_size)

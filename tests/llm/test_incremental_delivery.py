@@ -17,6 +17,7 @@ from typing import Iterator, List
 
 import pytest
 
+from agcore_sync._http.body import BodyReader
 from agcore_sync._http.sse import SseEvent
 from agcore_sync.llm._http_provider import HttpProvider
 from agcore_sync.llm.anthropic import AnthropicProvider
@@ -67,7 +68,7 @@ class _RawSseProvider(HttpProvider):
     def events(self, path: str) -> Iterator[SseEvent]:
         response = self._post(self.base_url + path, {}, stream=True)
         try:
-            yield from self._sse_events(response)
+            yield from self._read_events(BodyReader(response))
         finally:
             response.close()
 

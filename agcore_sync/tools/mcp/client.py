@@ -59,6 +59,8 @@ from agcore_sync.tools.mcp.transport import Transport
 
 __all__ = ["McpClient", "McpToolResult", "ElicitationHandler", "SamplingHandler", "ProgressHandler", "ProgressCallback"]
 
+RECONNECT_ADVICE = "create a new McpClient to reconnect"  #: what a closed or lost client advises its caller
+
 logger = _instrument.get_logger("agcore_sync.mcp")
 
 # The client's lifecycle states (McpClient._state).
@@ -239,7 +241,7 @@ class McpClient:
                     return self
                 if self._state != _NEW:
                     raise McpNotInitializedError(
-                        f"MCP client for {self.server_name!r} is {self._state}; create a new McpClient to reconnect"
+                        f"MCP client for {self.server_name!r} is {self._state}; {RECONNECT_ADVICE}"
                     )
                 self._state = _CONNECTING
             # Server requests are answered in a copy of this thread's context.
@@ -438,7 +440,7 @@ class McpClient:
             return  # while a restart runs, the request waits for it
         if state == _CLOSED:
             raise McpNotInitializedError(
-                f"MCP client for {self.server_name!r} is closed; create a new McpClient to reconnect"
+                f"MCP client for {self.server_name!r} is closed; {RECONNECT_ADVICE}"
             )
         raise McpNotInitializedError(
             f"MCP client for {self.server_name!r} is not connected; call connect() or use it in a with block"
@@ -465,7 +467,7 @@ class McpClient:
 
     def _on_closed(self, error: McpConnectionError) -> None:
         """Fail every pending call (and queue a restart); runs on the transport's reader (or a failed writer)."""
-        remedy = "restarting it" if self._restarter is not None else "create a new McpClient to reconnect"
+        remedy = "restarting it" if self._restarter is not None else RECONNECT_ADVICE
         lost = McpConnectionError(
             with_stderr(f"MCP server {self.server_name!r} is gone: {error}; {remedy}", error.stderr_tail),
             exit_code=error.exit_code,
