@@ -109,6 +109,10 @@ class Conversation:
         """Return a copy of the history."""
         return list(self._history)
 
+    def history_and(self, new_messages: Sequence[Message]) -> Tuple[Message, ...]:
+        """Return the history followed by ``new_messages``, as one tuple (one copy, for a request)."""
+        return (*self._history, *new_messages)
+
     def push_message(self, message: Message) -> None:
         """Append ``message`` to the history."""
         if not isinstance(message, Message):
@@ -145,7 +149,7 @@ class Conversation:
         config = self.config
         request = MessageRequest(
             model=config.model,
-            messages=tuple(messages),
+            messages=tuple(messages),  # no copy when it already is one
             system=self.system_prompt,
             tools=tuple(tools),
             max_tokens=config.max_tokens,

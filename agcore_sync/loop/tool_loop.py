@@ -193,7 +193,7 @@ class ToolLoop:
         retries = 0
         while self._provider_calls < limit:
             self._check_cancel()
-            request = self.cycle.build_request([*self.cycle.messages(), *self.new_messages], definitions,
+            request = self.cycle.build_request(self.cycle.history_and(self.new_messages), definitions,
                                                output=plan)
             response, error = self._request(request)
             self._provider_calls += 1
