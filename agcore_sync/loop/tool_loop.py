@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
 
 import attrs
 
@@ -42,6 +42,7 @@ from agcore_sync.llm.events import (
 from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop._driver import Drive, ToolBatch
 from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8
 from agcore_sync.loop.limits import RunUsage, TurnAccount
@@ -62,6 +63,9 @@ class Cancelled(Exception):
 
 #: What :meth:`ToolLoop._screen` returns for a call that waits for a human.
 _WAIT = object()
+
+#: A turn as steps: yields each round's batch of calls, gets their results, returns the final response.
+Steps = Generator[ToolBatch, List[ToolInvocation], MessageResponse]
 
 
 def _arguments_json(call: ToolUseBlock) -> str:
@@ -154,14 +158,41 @@ class ToolLoop:
         """Run the turn for ``prompt`` (a str, or a user :class:`Message` with images...); return the final response.
 
         If the turn pauses for approval, :attr:`paused` is set and the
-        response whose calls wait is returned.
+        response whose calls wait is returned. The turn may go on in a thread
+        of its own from its first tool call with a timeout (see
+        ``loop/_driver.py``); this thread waits for it, and if the wait is
+        interrupted (Ctrl-C) the turn is cancelled at its next step.
         """
-        self.new_messages = [prompt if isinstance(prompt, Message) else Message.user(prompt)]
-        with self._account.start(self.cycle, Cancelled):
-            return self._rounds()
+        return self._drive(self.steps(prompt))
 
     def resume(self, paused: PausedTurn, decisions: Mapping[str, Decision]) -> MessageResponse:
         """Continue ``paused`` with a decision for each waiting call; return the final response.
+
+        See :meth:`resume_steps`; the threads as in :meth:`run`.
+        """
+        return self._drive(self.resume_steps(paused, decisions))
+
+    def _drive(self, steps: Steps) -> MessageResponse:
+        drive = Drive(steps, self.registry, hand_off=True)
+        try:
+            drive.go()
+            drive.ended.wait()
+        except BaseException:
+            # Interrupted (Ctrl-C) after handing the turn over: its thread stops at its next step.
+            self.cancel.set()
+            raise
+        if drive.thread is not None:
+            drive.thread.join()  # it has ended the turn and is returning
+        return drive.outcome()
+
+    def steps(self, prompt: Union[str, Message]) -> Steps:
+        """Return the turn for ``prompt`` as steps, for a :class:`~agcore_sync.loop._driver.Drive` to run."""
+        self.new_messages = [prompt if isinstance(prompt, Message) else Message.user(prompt)]
+        with self._account.start(self.cycle, Cancelled):
+            return (yield from self._rounds())
+
+    def resume_steps(self, paused: PausedTurn, decisions: Mapping[str, Decision]) -> Steps:
+        """Return the continuation of ``paused``, with a decision for each waiting call, as steps.
 
         The round's settled calls keep their results; each approved call
         runs now, once (without passing PRE_TOOL_USE again), each denied one
@@ -179,14 +210,14 @@ class ToolLoop:
         self._guard.restore(paused.guard)
         with self._account.start(self.cycle, Cancelled):
             self._check_cancel()
-            results = self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
-                                      decisions=decisions)
+            results = yield from self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
+                                                 decisions=decisions)
             if self._pause_if_waiting(paused.final_response, results):
                 return paused.final_response
             self.new_messages = [*self.new_messages, paused.assistant, *results]  # type: ignore[list-item]
-            return self._rounds()
+            return (yield from self._rounds())
 
-    def _rounds(self) -> MessageResponse:
+    def _rounds(self) -> Steps:
         plan = self.output
         definitions = self.registry.definitions()
         limit = self.cycle.config.tool_turn_limit
@@ -211,7 +242,7 @@ class ToolLoop:
                 self.new_messages = [*self.new_messages, response.message,
                                      *plan.retry_messages(response, error)]  # type: ignore[arg-type]
                 continue
-            results = self._run_tools(response.message.tool_uses)
+            results = yield from self._run_tools(response.message.tool_uses)
             if self._pause_if_waiting(response, results):
                 return response
             # One reference swap per round: a reader on another thread (a
@@ -315,7 +346,8 @@ class ToolLoop:
     # -- tools ----------------------------------------------------------------
 
     def _run_tools(self, calls: Tuple[ToolUseBlock, ...], *, settled: Optional[Mapping[str, Message]] = None,
-                   decisions: Optional[Mapping[str, Decision]] = None) -> List[Optional[Message]]:
+                   decisions: Optional[Mapping[str, Decision]] = None
+                   ) -> Generator[ToolBatch, List[ToolInvocation], List[Optional[Message]]]:
         """Run one round's calls; return one result message per call, None for a call that waits.
 
         ``settled`` holds the results of calls already answered before a
@@ -365,10 +397,8 @@ class ToolLoop:
                 if emit is not None:
                     emit(self._completed_event(invocation))
 
-            invocations = self.registry.invoke_all(
-                batch, timeout=self.cycle.config.tool_timeout_secs,
-                on_complete=on_complete if emit is not None else None,
-            )
+            invocations = yield ToolBatch(batch, self.cycle.config.tool_timeout_secs,
+                                          on_complete if emit is not None else None)
             for position, (i, invocation) in enumerate(zip(to_run, invocations)):
                 outcomes[i] = self._finish(calls[i], invocation, reached_registry=True,
                                            already_emitted=position in done)

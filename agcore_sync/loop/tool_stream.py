@@ -4,6 +4,10 @@ The stream owns exactly one thread, ``agcore-stream-<n>``, started by the
 constructor. The worker runs a :class:`~agcore_sync.loop.tool_loop.ToolLoop`
 with ``chat_stream`` and puts every event on a channel (a deque); it never
 waits for the consumer except when ``max_buffered_events`` bounds the queue.
+A lone tool call runs in the worker itself, watched by the registry's
+deadline thread; one that overstays its timeout is abandoned with its
+thread, and a new ``agcore-stream-<n>`` goes on with the turn (see
+``loop/_driver.py``): :attr:`ToolLoopStream.worker` is the thread driving.
 Any failure, even a bug in the loop, becomes a final
 :class:`~agcore_sync.llm.events.Error` event: nothing escapes the iterator.
 
@@ -35,17 +39,15 @@ A pausable stream (a session's) may instead end paused, its last event an
 from __future__ import annotations
 
 import collections
-import contextvars
-import functools
-import itertools
 import threading
-from typing import Any, Callable, Deque, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Deque, Iterator, Mapping, Optional, Tuple, Union
 
 from agcore_sync import _instrument
 from agcore_sync.hooks import Decision
 from agcore_sync.llm.events import Error, StreamEvent, ToolApprovalRequest
 from agcore_sync.llm.types import Message, MessageResponse
 from agcore_sync.loop._conversation import Conversation
+from agcore_sync.loop._driver import Drive
 from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import Cancelled, ToolLoop, TurnRecord
@@ -68,7 +70,6 @@ WORKER_JOIN_TIMEOUT = 0.2
 _DONE = object()
 #: What :meth:`_Channel.poll` returns when nothing is queued.
 _EMPTY = object()
-_numbers = itertools.count(1)
 
 
 class _Channel:
@@ -153,28 +154,23 @@ class _Channel:
             self._cond.notify_all()
 
 
-class _Worker:
-    """The worker's side of a stream.
+class _Ending:
+    """How the worker's side ends a stream: the turn's error as an ``Error`` event, then the end marker.
 
     It holds no reference to the stream, so dropping the stream lets it be
     collected (and closed) while the worker runs.
     """
 
-    def __init__(self, start: Callable[[], Any], channel: _Channel, cancel: threading.Event) -> None:
-        self.start = start
+    def __init__(self, channel: _Channel, cancel: threading.Event) -> None:
         self.channel = channel
         self.cancel = cancel
 
-    def run(self) -> None:
+    def __call__(self, result: Any, error: Optional[BaseException]) -> None:
         put = self.channel.put
         try:
-            self.start()
-        except Cancelled:
-            pass
-        except BaseException as exc:  # noqa: BLE001 - delivered as a value, never lost
-            if not self.cancel.is_set():
-                logger.debug("tool loop ended with %s", type(exc).__name__, exc_info=True)
-                put(Error(f"{type(exc).__name__}: {exc}", exc))
+            if error is not None and not isinstance(error, Cancelled) and not self.cancel.is_set():
+                logger.debug("tool loop ended with %s", type(error).__name__, exc_info=error)
+                put(Error(f"{type(error).__name__}: {error}", error))
         finally:
             put(_DONE)
 
@@ -223,12 +219,13 @@ class ToolLoopStream:
         self._loop = ToolLoop(cycle, registry, emit=self._channel.put, cancel=self._cancel, pausable=pausable,
                               output=output)
         if resume is not None:
-            start = functools.partial(self._loop.resume, *resume)
+            steps = self._loop.resume_steps(*resume)
         elif prompt is not None:
-            start = functools.partial(self._loop.run, prompt)
+            steps = self._loop.steps(prompt)
         else:
             raise TypeError("ToolLoopStream needs a prompt, or a paused turn to resume")
-        worker = _Worker(start, self._channel, self._cancel)
+        # The whole loop runs in a copy of the creator's contextvars context, taken here.
+        self._drive = Drive(steps, registry, finish=_Ending(self._channel, self._cancel), name="agcore-stream")
         # Held for the whole end, so a thread that finds the stream ending
         # (a consumer's next(), a close()) returns only once it has ended;
         # reentrant for a hook that closes the stream while the turn ends.
@@ -242,11 +239,7 @@ class ToolLoopStream:
         # A session's open turn (its span, if traced) learns of an early close.
         self._turn = getattr(cycle, "turn_scope", None) or _instrument.current_turn()
         self.pending_approvals: Tuple[ToolApprovalRequest, ...] = ()
-        # The whole loop runs in a copy of the creator's contextvars context.
-        context = contextvars.copy_context()
-        self._thread = threading.Thread(target=context.run, args=(worker.run,),
-                                        name=f"agcore-stream-{next(_numbers)}", daemon=True)
-        self._thread.start()
+        self._drive.start()
 
     # -- iteration ------------------------------------------------------------
 
@@ -296,9 +289,10 @@ class ToolLoopStream:
                 return
             self._ending = True
             try:
-                self._thread.join(WORKER_JOIN_TIMEOUT)
-                if self._thread.is_alive():
-                    logger.debug("%s still finishing its running step after close", self._thread.name)
+                worker = self.worker
+                worker.join(WORKER_JOIN_TIMEOUT)
+                if worker.is_alive():
+                    logger.debug("%s still finishing its running step after close", worker.name)
                 record = self._loop.record()
                 self.final_response = record.final_response
                 if record.paused is None:
@@ -320,8 +314,8 @@ class ToolLoopStream:
 
     @property
     def worker(self) -> threading.Thread:
-        """The worker thread (for tests and diagnostics)."""
-        return self._thread
+        """The thread driving the turn, or the last one that did (for tests and diagnostics)."""
+        return self._drive.thread  # type: ignore[return-value]
 
     def __enter__(self) -> ToolLoopStream:
         return self

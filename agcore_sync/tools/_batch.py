@@ -20,7 +20,7 @@ from agcore_sync import _instrument
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolTimeoutError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
 
-__all__ = ["Batch", "Call", "collect"]
+__all__ = ["Batch", "Call", "collect", "overdue_error"]
 
 logger = _instrument.get_logger("agcore_sync.tools.registry")
 
@@ -99,6 +99,11 @@ def _unfinished_error(future: Future, name: str, timeout: Optional[float]) -> To
         return ToolTimeoutError(
             f'tool "{name}" could not start within its {timeout:g} s timeout: every worker was busy', name
         )
+    return overdue_error(name, timeout)  # type: ignore[arg-type]
+
+
+def overdue_error(name: str, timeout: float) -> ToolTimeoutError:
+    """Return the error of a call still running at its deadline (abandoned, not killed)."""
     return ToolTimeoutError(
         f'tool "{name}" did not finish within its {timeout:g} s timeout; it was abandoned and may still be running',
         name,

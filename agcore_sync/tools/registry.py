@@ -5,8 +5,9 @@ up the tool, check its permissions, validate the arguments against its JSON
 Schema, run it, check that its result is JSON-serialisable. A call that is
 denied or has invalid arguments never reaches ``execute``.
 
-This module does no I/O. The registry owns one thread pool, created on first
-need; see :class:`ToolRegistry` for its lifecycle. The record of a call,
+This module does no I/O. The registry owns one thread pool and one deadline
+thread, each created on first need; see :class:`ToolRegistry` for their
+lifecycle. The record of a call,
 :class:`~agcore_sync.tools.invocation.ToolInvocation`, lives in
 :mod:`agcore_sync.tools.invocation`; how a batch's calls are settled, in
 ``tools/_batch.py``.
@@ -24,13 +25,14 @@ import os
 import threading
 from concurrent.futures import Future, wait
 from time import perf_counter
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from agcore_sync import _check, _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
-from agcore_sync.tools._batch import Batch, Call, collect
+from agcore_sync.tools._batch import Batch, Call, collect, overdue_error
 from agcore_sync.tools._pool import DaemonPool
+from agcore_sync.tools._timer import Deadlines
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
@@ -112,6 +114,12 @@ class ToolRegistry:
     from exiting. Each call runs in a copy of the caller's ``contextvars``
     context taken when it was submitted, inline or on the pool.
 
+    The tool loop runs a round's lone call with a timeout in the thread
+    driving the turn, not on the pool; one more thread of the registry's,
+    ``agcore-deadlines-<n>`` (started with the first such call), watches
+    those calls' deadlines. :meth:`close` stops it; while a watched call
+    still runs, its deadline fires first.
+
     Args:
         permission_checker: checks every call's permissions; None means no
             checks. Pass ``PermissionChecker(PermissionConfig())`` for the
@@ -119,7 +127,7 @@ class ToolRegistry:
         max_workers: the pool's size; None means :data:`DEFAULT_MAX_WORKERS`.
     """
 
-    __slots__ = ("_checker", "_max_workers", "_lock", "_tools", "_executor", "_running", "_closed")
+    __slots__ = ("_checker", "_max_workers", "_lock", "_tools", "_executor", "_deadlines", "_running", "_closed")
 
     def __init__(
         self, permission_checker: Optional[PermissionChecker] = None, max_workers: Optional[int] = None
@@ -133,6 +141,7 @@ class ToolRegistry:
         self._lock = threading.Lock()
         self._tools: Dict[str, _Entry] = {}
         self._executor: Optional[DaemonPool] = None
+        self._deadlines: Optional[Deadlines] = None
         # Submitted calls not finished yet, with their tool's name (for close()).
         self._running: Dict[Future, str] = {}
         self._closed = False
@@ -284,6 +293,61 @@ class ToolRegistry:
             ValueError: a call is not a 2- or 3-tuple.
         """
         deadline = None if timeout is None else perf_counter() + timeout
+        batch, runnable = self._batch(calls, on_complete)
+        if deadline is None and runnable:
+            # No deadline to watch, so the caller runs the first call itself:
+            # one thread handoff fewer, and none at all for a lone call.
+            pending = self._submit(batch, runnable[1:])
+            contextvars.copy_context().run(self._run_in_batch, batch, *runnable[0])
+            collect(batch, pending, None, None)
+        else:
+            collect(batch, self._submit(batch, runnable), deadline, timeout)
+        return batch.results  # type: ignore[return-value]
+
+    def _invoke_watched(
+        self,
+        calls: Iterable[ToolCall],
+        timeout: Optional[float],
+        *,
+        on_complete: Optional[CompletionCallback],
+        on_overdue: Callable[[List[ToolInvocation]], None],
+    ) -> Optional[List[ToolInvocation]]:
+        """Like :meth:`invoke_all`, but a lone call with a timeout runs in this thread, watched.
+
+        The tool loop's driver uses it to save the two thread hand-offs of
+        a round. If the call is still running at its deadline, it is settled
+        with ``ToolTimeoutError`` and ``on_overdue(results)`` runs on the
+        deadline thread; this method then returns None once the tool does
+        return (whoever got ``on_overdue`` goes on without this thread).
+        Otherwise it returns the results, like :meth:`invoke_all`.
+        """
+        if timeout is None:
+            return self.invoke_all(calls, None, on_complete=on_complete)
+        deadline = perf_counter() + timeout
+        batch, runnable = self._batch(calls, on_complete)
+        if len(runnable) != 1:
+            collect(batch, self._submit(batch, runnable), deadline, timeout)
+            return batch.results  # type: ignore[return-value]
+        position, _, name, args, call_id = call = runnable[0]
+
+        def overdue() -> None:
+            batch.settle(position, ToolInvocation(name, args, None, overdue_error(name, timeout), call_id, timeout))
+            on_overdue(batch.results)  # type: ignore[arg-type]
+
+        with self._lock:
+            if self._closed:
+                raise _closed_error()
+            if self._deadlines is None:
+                self._deadlines = Deadlines()
+            watch = self._deadlines.arm(deadline, overdue)
+        contextvars.copy_context().run(self._run_in_batch, batch, *call)
+        if self._deadlines.disarm(watch):
+            return batch.results  # type: ignore[return-value]
+        return None
+
+    def _batch(self, calls: Iterable[ToolCall],
+               on_complete: Optional[CompletionCallback]) -> Tuple[Batch, List[Call]]:
+        """Look up and authorise every call: the batch (refusals settled) and the calls to run."""
         if self._closed:
             raise _closed_error()
         unpacked = [_unpack(call) for call in calls]
@@ -296,15 +360,7 @@ class ToolRegistry:
                 batch.settle(position, ToolInvocation(name, args, error=exc, tool_call_id=call_id))
                 continue
             runnable.append((position, entry, name, args, call_id))
-        if deadline is None and runnable:
-            # No deadline to watch, so the caller runs the first call itself:
-            # one thread handoff fewer, and none at all for a lone call.
-            pending = self._submit(batch, runnable[1:])
-            contextvars.copy_context().run(self._run_in_batch, batch, *runnable[0])
-            collect(batch, pending, None, None)
-        else:
-            collect(batch, self._submit(batch, runnable), deadline, timeout)
-        return batch.results  # type: ignore[return-value]
+        return batch, runnable
 
     def close(self) -> None:
         """Stop the pool; later registrations and calls raise ``ToolError``.
@@ -318,7 +374,11 @@ class ToolRegistry:
                 return
             self._closed = True
             executor, self._executor = self._executor, None
+            deadlines = self._deadlines
             running = dict(self._running)
+        if deadlines is not None:
+            # Returns at once unless a watched tool runs: its deadline still fires.
+            deadlines.stop(CLOSE_TIMEOUT_SECS)
         if executor is None:
             return
         executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,184 @@
+"""Driving a turn's steps, with each round's tool run in the driving thread.
+
+A :class:`~agcore_sync.loop.tool_loop.ToolLoop` turn is a generator: it
+yields a :class:`ToolBatch` whenever a round's calls must run and gets their
+results back. A :class:`Drive` runs that generator. Handing each tool to a
+pool thread and waiting for it costs two thread wake-ups per round, most of
+a round's time; here a lone call with a timeout runs in the thread that
+drives the turn instead, while the registry's deadline thread watches it.
+Should the tool overstay its timeout, the call is settled with
+``ToolTimeoutError`` and a new thread goes on with the turn from there: a
+generator can be resumed by any thread. The stuck thread is abandoned, as a
+stuck pool worker is: it leaves when the tool returns.
+
+Who drives:
+
+- a stream's worker thread drives its whole turn (``hand_off=False``);
+- a sync caller drives until the first call with a timeout, then hands the
+  turn to one thread of its own (``agcore-loop-<n>``) and waits for the end:
+  two hand-offs per turn instead of two per round. The caller must not run
+  such a tool itself, since it could not leave it at the deadline.
+
+Context: the generator always runs in the Drive's own copy of the
+``contextvars`` context of the thread that made it, whichever thread sends
+to it; each batch runs in a copy of that copy (a stuck tool never holds the
+context the next thread needs to enter).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import threading
+from typing import Any, Callable, Generator, List, Optional
+
+from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
+from agcore_sync.tools.registry import ToolCall, ToolRegistry
+
+__all__ = ["Drive", "Finish", "ToolBatch"]
+
+_numbers = itertools.count(1)
+
+#: Called once when the steps end: ``finish(result, error)``, in the thread that ended them.
+Finish = Callable[[Any, Optional[BaseException]], None]
+
+
+class ToolBatch:
+    """What a turn yields: one round's calls to run, their timeout, and who hears of each result."""
+
+    __slots__ = ("calls", "timeout", "on_complete")
+
+    def __init__(self, calls: List[ToolCall], timeout: Optional[float],
+                 on_complete: Optional[CompletionCallback]) -> None:
+        self.calls = calls
+        self.timeout = timeout
+        self.on_complete = on_complete
+
+
+Steps = Generator[ToolBatch, List[ToolInvocation], Any]
+
+
+class Drive:
+    """Runs one turn's steps to their end, moving to another thread when it must.
+
+    Args:
+        steps: the turn's generator, not started.
+        registry: runs the batches.
+        finish: called once with the result or the error, in the thread
+            that ended the steps (None: read :meth:`outcome` after
+            :attr:`ended`).
+        hand_off: the thread calling :meth:`go` waits for the end instead
+            of running a watched tool (a sync caller); False for a thread
+            of the library's own (a stream's worker).
+        name: the prefix of the threads the Drive starts.
+
+    Attributes:
+        thread: the thread driving now, or the last one; None before any.
+        ended: set once the steps have ended and ``finish`` has returned.
+    """
+
+    def __init__(self, steps: Steps, registry: ToolRegistry, *, finish: Optional[Finish] = None,
+                 hand_off: bool = False, name: str = "agcore-loop") -> None:
+        self._steps = steps
+        self._registry = registry
+        self._finish = finish
+        self._hand_off = hand_off
+        self._name = name
+        self._context = contextvars.copy_context()
+        self._result: Any = None
+        self._error: Optional[BaseException] = None
+        self.thread: Optional[threading.Thread] = None
+        self.ended = threading.Event()
+
+    def go(self, value: Any = None, error: Optional[BaseException] = None) -> None:
+        """Drive from this thread until the steps end or another thread takes them over."""
+        steps, context, registry = self._steps, self._context, self._registry
+        while True:
+            try:
+                if error is None:
+                    batch = context.run(steps.send, value)
+                else:
+                    batch = context.run(steps.throw, error)
+            except StopIteration as stop:
+                self._end(stop.value, None)
+                return
+            except BaseException as exc:  # noqa: BLE001 - the turn's outcome, delivered by _end
+                self._end(None, exc)
+                return
+            value, error = None, None
+            # Outside the try below: once a thread has the turn, nothing this
+            # thread meets (a KeyboardInterrupt) may go into the steps.
+            if batch.timeout is not None and self._hand_off and self._start(batch):
+                return
+            try:
+                if batch.timeout is None or self._hand_off:
+                    # No timeout to watch; or no thread to be had: the pool runs the calls.
+                    value = context.copy().run(registry.invoke_all, batch.calls, batch.timeout,
+                                               on_complete=batch.on_complete)
+                else:
+                    value = context.copy().run(registry._invoke_watched, batch.calls, batch.timeout,
+                                               on_complete=batch.on_complete, on_overdue=self._overdue)
+                    if value is None:
+                        return  # the tool overstayed: another thread took the turn over
+            except BaseException as exc:  # noqa: BLE001 - goes into the turn, as if the call raised there
+                error = exc
+
+    def outcome(self) -> Any:
+        """Return the steps' result or raise their error (once :attr:`ended` is set)."""
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def start(self) -> None:
+        """Drive from the beginning in a new thread (a stream's worker).
+
+        Raises:
+            RuntimeError: the thread could not start.
+        """
+        self._spawn(self.go)
+
+    def _start(self, batch: ToolBatch) -> bool:
+        """Hand the turn, at ``batch``, to a new thread; False if no thread could start."""
+        self._hand_off = False
+        try:
+            self._spawn(self._go_from, batch)
+        except RuntimeError:  # "can't start new thread": too many threads
+            self._hand_off = True
+            return False
+        return True
+
+    def _go_from(self, batch: ToolBatch) -> None:
+        try:
+            value = self._context.copy().run(self._registry._invoke_watched, batch.calls, batch.timeout,
+                                             on_complete=batch.on_complete, on_overdue=self._overdue)
+        except BaseException as exc:  # noqa: BLE001 - goes into the turn
+            self.go(None, exc)
+            return
+        if value is not None:
+            self.go(value)
+
+    def _overdue(self, results: List[ToolInvocation]) -> None:
+        """On the deadline thread: a watched tool overstayed; a new thread goes on with ``results``."""
+        try:
+            self._spawn(self.go, results)
+        except RuntimeError as exc:
+            self._end(None, exc)
+
+    def _spawn(self, target: Callable[..., None], *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=f"{self._name}-{next(_numbers)}", daemon=True)
+        previous, self.thread = self.thread, thread
+        try:
+            thread.start()
+        except RuntimeError:
+            self.thread = previous
+            raise
+
+    def _end(self, result: Any, error: Optional[BaseException]) -> None:
+        if self.ended.is_set():  # only one thread ever holds the steps; this is a safety net
+            return
+        self._result, self._error = result, error
+        try:
+            if self._finish is not None:
+                self._context.run(self._finish, result, error)
+        finally:
+            self.ended.set()
