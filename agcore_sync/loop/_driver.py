@@ -112,9 +112,10 @@ class Drive:
                 return
             try:
                 if batch.timeout is None or self._hand_off:
-                    # No timeout to watch; or no thread to be had: the pool runs the calls.
-                    value = context.copy().run(registry.invoke_all, batch.calls, batch.timeout,
-                                               on_complete=batch.on_complete)
+                    # No timeout to watch (or no thread to be had: the pool runs the
+                    # calls); no other thread can take over, so the context itself will do.
+                    value = context.run(registry.invoke_all, batch.calls, batch.timeout,
+                                        on_complete=batch.on_complete)
                 else:
                     value = context.copy().run(registry._invoke_watched, batch.calls, batch.timeout,
                                                on_complete=batch.on_complete, on_overdue=self._overdue)
