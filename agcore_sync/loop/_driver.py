@@ -28,6 +28,7 @@ context the next thread needs to enter).
 from __future__ import annotations
 
 import contextvars
+import functools
 import itertools
 import threading
 from typing import Any, Callable, Generator, List, Optional
@@ -90,26 +91,32 @@ class Drive:
         self.thread: Optional[threading.Thread] = None
         self.ended = threading.Event()
 
-    def go(self, value: Any = None, error: Optional[BaseException] = None) -> None:
-        """Drive from this thread until the steps end or another thread takes them over."""
+    def go(self, value: Any = None, error: Optional[BaseException] = None,
+           batch: Optional[ToolBatch] = None) -> None:
+        """Drive from this thread until the steps end or another thread takes them over.
+
+        Sends ``value`` (or throws ``error``) into the steps, or first runs
+        ``batch`` if given (the steps wait for its results).
+        """
         steps, context, registry = self._steps, self._context, self._registry
         while True:
-            try:
-                if error is None:
-                    batch = context.run(steps.send, value)
-                else:
-                    batch = context.run(steps.throw, error)
-            except StopIteration as stop:
-                self._end(stop.value, None)
-                return
-            except BaseException as exc:  # noqa: BLE001 - the turn's outcome, delivered by _end
-                self._end(None, exc)
-                return
+            if batch is None:
+                try:
+                    if error is None:
+                        batch = context.run(steps.send, value)
+                    else:
+                        batch = context.run(steps.throw, error)
+                except StopIteration as stop:
+                    self._end(stop.value, None)
+                    return
+                except BaseException as exc:  # noqa: BLE001 - the turn's outcome, delivered by _end
+                    self._end(None, exc)
+                    return
+                # Outside the try below: once a thread has the turn, nothing this
+                # thread meets (a KeyboardInterrupt) may go into the steps.
+                if batch.timeout is not None and self._hand_off and self._start(batch):
+                    return
             value, error = None, None
-            # Outside the try below: once a thread has the turn, nothing this
-            # thread meets (a KeyboardInterrupt) may go into the steps.
-            if batch.timeout is not None and self._hand_off and self._start(batch):
-                return
             try:
                 if batch.timeout is None or self._hand_off:
                     # No timeout to watch (or no thread to be had: the pool runs the
@@ -123,6 +130,7 @@ class Drive:
                         return  # the tool overstayed: another thread took the turn over
             except BaseException as exc:  # noqa: BLE001 - goes into the turn, as if the call raised there
                 error = exc
+            batch = None
 
     def outcome(self) -> Any:
         """Return the steps' result or raise their error (once :attr:`ended` is set)."""
@@ -142,28 +150,22 @@ class Drive:
         """Hand the turn, at ``batch``, to a new thread; False if no thread could start."""
         self._hand_off = False
         try:
-            self._spawn(self._go_from, batch)
+            self._spawn(functools.partial(self.go, batch=batch))
         except RuntimeError:  # "can't start new thread": too many threads
             self._hand_off = True
             return False
         return True
 
-    def _go_from(self, batch: ToolBatch) -> None:
+    def _overdue(self, settle: Callable[[], List[ToolInvocation]]) -> None:
+        """On the deadline thread: a watched tool overstayed; a new thread settles it and goes on."""
         try:
-            value = self._context.copy().run(self._registry._invoke_watched, batch.calls, batch.timeout,
-                                             on_complete=batch.on_complete, on_overdue=self._overdue)
-        except BaseException as exc:  # noqa: BLE001 - goes into the turn
-            self.go(None, exc)
-            return
-        if value is not None:
-            self.go(value)
-
-    def _overdue(self, results: List[ToolInvocation]) -> None:
-        """On the deadline thread: a watched tool overstayed; a new thread goes on with ``results``."""
-        try:
-            self._spawn(self.go, results)
+            self._spawn(self._go_after, settle)
         except RuntimeError as exc:
             self._end(None, exc)
+
+    def _go_after(self, settle: Callable[[], List[ToolInvocation]]) -> None:
+        # Reports the timeout (a stream's event may wait for room) here, not on the deadline thread.
+        self.go(self._context.copy().run(settle))
 
     def _spawn(self, target: Callable[..., None], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=f"{self._name}-{next(_numbers)}", daemon=True)

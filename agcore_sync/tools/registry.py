@@ -21,6 +21,7 @@ and a tool that sets one changes only its copy.
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import threading
 from concurrent.futures import Future, wait
@@ -310,16 +311,17 @@ class ToolRegistry:
         timeout: Optional[float],
         *,
         on_complete: Optional[CompletionCallback],
-        on_overdue: Callable[[List[ToolInvocation]], None],
+        on_overdue: Callable[[Callable[[], List[ToolInvocation]]], None],
     ) -> Optional[List[ToolInvocation]]:
         """Like :meth:`invoke_all`, but a lone call with a timeout runs in this thread, watched.
 
         The tool loop's driver uses it to save the two thread hand-offs of
-        a round. If the call is still running at its deadline, it is settled
-        with ``ToolTimeoutError`` and ``on_overdue(results)`` runs on the
-        deadline thread; this method then returns None once the tool does
-        return (whoever got ``on_overdue`` goes on without this thread).
-        Otherwise it returns the results, like :meth:`invoke_all`.
+        a round. If the call is still running at its deadline,
+        ``on_overdue(settle)`` runs on the deadline thread (it must not
+        block: it hands ``settle`` to another thread, which calls it to get
+        the results, the call settled with ``ToolTimeoutError`` unless it
+        has just returned); this method then returns None once the tool does
+        return. Otherwise it returns the results, like :meth:`invoke_all`.
         """
         if timeout is None:
             return self.invoke_all(calls, None, on_complete=on_complete)
@@ -330,16 +332,16 @@ class ToolRegistry:
             return batch.results  # type: ignore[return-value]
         position, _, name, args, call_id = call = runnable[0]
 
-        def overdue() -> None:
+        def settle() -> List[ToolInvocation]:
             batch.settle(position, ToolInvocation(name, args, None, overdue_error(name, timeout), call_id, timeout))
-            on_overdue(batch.results)  # type: ignore[arg-type]
+            return batch.results  # type: ignore[return-value]
 
         with self._lock:
             if self._closed:
                 raise _closed_error()
             if self._deadlines is None:
                 self._deadlines = Deadlines()
-            watch = self._deadlines.arm(deadline, overdue)
+            watch = self._deadlines.arm(deadline, functools.partial(on_overdue, settle))
         contextvars.copy_context().run(self._run_in_batch, batch, *call)
         if self._deadlines.disarm(watch):
             return batch.results  # type: ignore[return-value]

@@ -153,8 +153,8 @@ def test_a_late_result_of_an_overstaying_call_is_reported_to_no_one(held):
     overdue = []
     taken_over = threading.Event()
 
-    def on_overdue(results):
-        overdue.append(results)
+    def on_overdue(settle):
+        overdue.append(settle())
         taken_over.set()
 
     with ToolRegistry() as registry:
