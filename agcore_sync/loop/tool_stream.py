@@ -1,6 +1,6 @@
 """ToolLoopStream: the tool loop on a worker thread, read as a plain iterator.
 
-The stream owns exactly one thread, ``agcore-stream-<n>``, started by the
+The stream owns one thread at a time, ``agcore-stream-<n>``, started by the
 constructor. The worker runs a :class:`~agcore_sync.loop.tool_loop.ToolLoop`
 with ``chat_stream`` and puts every event on a channel (a deque); it never
 waits for the consumer except when ``max_buffered_events`` bounds the queue.
