@@ -15,9 +15,10 @@ Who drives:
 
 - a stream's worker thread drives its whole turn (``hand_off=False``);
 - a sync caller drives until the first call with a timeout, then hands the
-  turn to one thread of its own (``agcore-loop-<n>``) and waits for the end:
-  two hand-offs per turn instead of two per round. The caller must not run
-  such a tool itself, since it could not leave it at the deadline.
+  turn to one of the registry's turn threads (``agcore-loop-<n>``, kept for
+  the next turn until the registry closes) and waits for the end: two
+  hand-offs per turn instead of two per round. The caller must not run such
+  a tool itself, since it could not leave it at the deadline.
 
 Context: the generator always runs in the Drive's own copy of the
 ``contextvars`` context of the thread that made it, whichever thread sends
@@ -33,6 +34,7 @@ import itertools
 import threading
 from typing import Any, Callable, Generator, List, Optional
 
+from agcore_sync.tools.error import ToolError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
 from agcore_sync.tools.registry import ToolCall, ToolRegistry
 
@@ -71,7 +73,9 @@ class Drive:
         hand_off: the thread calling :meth:`go` waits for the end instead
             of running a watched tool (a sync caller); False for a thread
             of the library's own (a stream's worker).
-        name: the prefix of the threads the Drive starts.
+        name: the prefix of the threads the Drive starts itself (a stream's
+            worker, or a thread that goes on after a timeout when the
+            registry cannot give one).
 
     Attributes:
         thread: the thread driving now, or the last one; None before any.
@@ -79,12 +83,13 @@ class Drive:
     """
 
     def __init__(self, steps: Steps, registry: ToolRegistry, *, finish: Optional[Finish] = None,
-                 hand_off: bool = False, name: str = "agcore-loop") -> None:
+                 hand_off: bool = False, name: str = "agcore-stream") -> None:
         self._steps = steps
         self._registry = registry
         self._finish = finish
         self._hand_off = hand_off
         self._name = name
+        self._pooled = hand_off  # a sync turn: its threads come from the registry, kept for the next turn
         self._context = contextvars.copy_context()
         self._result: Any = None
         self._error: Optional[BaseException] = None
@@ -147,25 +152,43 @@ class Drive:
         self._spawn(self.go)
 
     def _start(self, batch: ToolBatch) -> bool:
-        """Hand the turn, at ``batch``, to a new thread; False if no thread could start."""
+        """Hand the turn, at ``batch``, to another thread; False if no thread could start."""
         self._hand_off = False
         try:
-            self._spawn(functools.partial(self.go, batch=batch))
-        except RuntimeError:  # "can't start new thread": too many threads
+            self._elsewhere(functools.partial(self._go_on, batch))
+        except RuntimeError:  # "can't start new thread": this thread goes on, the pool runs the calls
             self._hand_off = True
             return False
         return True
 
+    def _go_on(self, batch: ToolBatch) -> None:
+        self.thread = threading.current_thread()
+        self.go(batch=batch)
+
     def _overdue(self, settle: Callable[[], List[ToolInvocation]]) -> None:
-        """On the deadline thread: a watched tool overstayed; a new thread settles it and goes on."""
+        """On the deadline thread: a watched tool overstayed; another thread settles it and goes on."""
         try:
-            self._spawn(self._go_after, settle)
+            self._elsewhere(functools.partial(self._go_after, settle))
         except RuntimeError as exc:
             self._end(None, exc)
 
     def _go_after(self, settle: Callable[[], List[ToolInvocation]]) -> None:
         # Reports the timeout (a stream's event may wait for room) here, not on the deadline thread.
+        self.thread = threading.current_thread()
         self.go(self._context.copy().run(settle))
+
+    def _elsewhere(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on another thread: a registry's turn thread for a sync turn, else a new one."""
+        if self._pooled:
+            try:
+                self._registry._hand_over(work, on_dropped=self._dropped)
+                return
+            except ToolError:
+                pass  # the registry is closed: a thread of the turn's own ends it
+        self._spawn(work)
+
+    def _dropped(self) -> None:
+        self._end(None, ToolError("the turn could not go on: its tool registry was closed", recoverable=False))
 
     def _spawn(self, target: Callable[..., None], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=f"{self._name}-{next(_numbers)}", daemon=True)

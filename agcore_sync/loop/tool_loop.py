@@ -181,8 +181,6 @@ class ToolLoop:
             # Interrupted (Ctrl-C) after handing the turn over: its thread stops at its next step.
             self.cancel.set()
             raise
-        if drive.thread is not None:
-            drive.thread.join()  # it has ended the turn and is returning
         return drive.outcome()
 
     def steps(self, prompt: Union[str, Message]) -> Steps:

@@ -225,7 +225,7 @@ class ToolLoopStream:
         else:
             raise TypeError("ToolLoopStream needs a prompt, or a paused turn to resume")
         # The whole loop runs in a copy of the creator's contextvars context, taken here.
-        self._drive = Drive(steps, registry, finish=_Ending(self._channel, self._cancel), name="agcore-stream")
+        self._drive = Drive(steps, registry, finish=_Ending(self._channel, self._cancel))
         # Held for the whole end, so a thread that finds the stream ending
         # (a consumer's next(), a close()) returns only once it has ended;
         # reentrant for a hook that closes the stream while the turn ends.

@@ -3,9 +3,10 @@
 ``concurrent.futures.ThreadPoolExecutor`` joins its (non-daemon) workers at
 interpreter exit, so one tool that never returns would keep the process
 alive forever. This pool hands out the same ``Future`` objects but its
-workers are daemons, named ``agcore-tool-<n>``: the registry still stops and
-joins them in ``close()`` when nothing is stuck, and a stuck one can no
-longer block exit.
+workers are daemons, named ``<name>-<n>`` (``agcore-tool-<n>`` for the
+registry's tools, ``agcore-loop-<n>`` for the turns it drives): the registry
+still stops and joins them in ``close()`` when nothing is stuck, and a stuck
+one can no longer block exit.
 
 Each piece of work runs in a copy of the ``contextvars`` context of the
 thread that submitted it, taken at ``submit``: a ``ContextVar`` the caller set
@@ -19,6 +20,7 @@ import itertools
 import queue
 import threading
 from concurrent.futures import Future
+from time import monotonic
 from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = ["DaemonPool"]
@@ -30,8 +32,9 @@ _Work = Optional[Tuple[Future, contextvars.Context, Callable[..., Any], Tuple[An
 class DaemonPool:
     """At most ``max_workers`` daemon threads, started as work arrives."""
 
-    def __init__(self, max_workers: int) -> None:
+    def __init__(self, max_workers: int, name: str = "agcore-tool") -> None:
         self._max_workers = max_workers
+        self._name = name
         self._work: queue.SimpleQueue[_Work] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
@@ -48,7 +51,7 @@ class DaemonPool:
             self._work.put((future, context, fn, args))
             # An idle worker will take it; otherwise start one, up to the limit.
             if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
-                thread = threading.Thread(target=self._worker, name=f"agcore-tool-{next(_numbers)}", daemon=True)
+                thread = threading.Thread(target=self._worker, name=f"{self._name}-{next(_numbers)}", daemon=True)
                 self._threads.append(thread)
                 thread.start()
         return future
@@ -73,9 +76,9 @@ class DaemonPool:
         """Stop accepting work; optionally cancel queued work and join the workers.
 
         Args:
-            wait: join every worker (each for at most ``timeout`` seconds).
+            wait: join every worker, for at most ``timeout`` seconds in all.
             cancel_futures: cancel work that has not started.
-            timeout: the bound of each join; None waits as long as it takes.
+            timeout: the bound of the joins; None waits as long as it takes.
         """
         with self._lock:
             first = not self._shutdown
@@ -95,5 +98,7 @@ class DaemonPool:
         for _ in range(stops):
             self._work.put(None)
         if wait:
+            deadline = None if timeout is None else monotonic() + timeout
             for thread in threads:
-                thread.join(timeout)
+                if thread is not threading.current_thread():  # a worker may close its own pool
+                    thread.join(None if deadline is None else max(0.0, deadline - monotonic()))

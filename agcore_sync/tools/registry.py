@@ -23,21 +23,23 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
+import sys
 import threading
 from concurrent.futures import Future, wait
 from time import perf_counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from agcore_sync import _check, _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
 from agcore_sync.tools._batch import Batch, Call, collect, overdue_error
+from agcore_sync.tools._entry import Entry, closed_error, unpack
 from agcore_sync.tools._pool import DaemonPool
 from agcore_sync.tools._timer import Deadlines
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
-from agcore_sync.tools.permission import Permission, PermissionChecker
+from agcore_sync.tools.permission import PermissionChecker
 from agcore_sync.tools.result_json import result_text
 
 __all__ = [
@@ -64,37 +66,6 @@ DEFAULT_MAX_WORKERS = min(32, max(8, 4 * (os.cpu_count() or 1)))
 ToolCall = Union[Tuple[str, Any], Tuple[Optional[str], str, Any]]
 
 
-class _Entry:
-    """A registered tool with what the registry derives from it once."""
-
-    __slots__ = ("tool", "permissions", "validator")
-
-    def __init__(self, tool: BaseTool) -> None:
-        if not isinstance(tool, BaseTool):
-            raise TypeError(f"expected a BaseTool, got {type(tool).__name__}")
-        if not isinstance(tool.name, str):
-            raise TypeError(f"a tool's name must be a str, got {type(tool.name).__name__}")
-        if not tool.name:
-            raise ValueError("a tool's name must not be empty")
-        self.tool = tool
-        self.permissions = tuple(Permission.of(p) for p in tool.required_permissions)
-        #: Compiled on first use; dropped with the entry on unregister.
-        self.validator: Optional[_validation.ArgumentValidator] = None
-
-
-
-def _closed_error() -> ToolError:
-    return ToolError("the tool registry is closed; create a new ToolRegistry", recoverable=False)
-
-
-def _unpack(call: Sequence[Any]) -> Tuple[Optional[str], str, Any]:
-    if len(call) == 2:
-        return None, call[0], call[1]
-    if len(call) == 3:
-        return call[0], call[1], call[2]
-    raise ValueError(f"a tool call is (name, args) or (tool_call_id, name, args), got {len(call)} items")
-
-
 class ToolRegistry:
     """Tools by name, and the thread pool that runs them in parallel.
 
@@ -116,10 +87,13 @@ class ToolRegistry:
     context taken when it was submitted, inline or on the pool.
 
     The tool loop runs a round's lone call with a timeout in the thread
-    driving the turn, not on the pool; one more thread of the registry's,
-    ``agcore-deadlines-<n>`` (started with the first such call), watches
-    those calls' deadlines. :meth:`close` stops it; while a watched call
-    still runs, its deadline fires first.
+    driving the turn, not on the pool: for a sync turn, one of the
+    registry's turn threads (``agcore-loop-<n>``, one per turn running at
+    once, kept for later turns). One more thread, ``agcore-deadlines-<n>``
+    (started with the first such call), watches those calls' deadlines.
+    :meth:`close` stops them all, waiting at most :data:`CLOSE_TIMEOUT_SECS`
+    for a turn still running (it ends at its next tool call); while a
+    watched call still runs, its deadline fires first.
 
     Args:
         permission_checker: checks every call's permissions; None means no
@@ -128,7 +102,8 @@ class ToolRegistry:
         max_workers: the pool's size; None means :data:`DEFAULT_MAX_WORKERS`.
     """
 
-    __slots__ = ("_checker", "_max_workers", "_lock", "_tools", "_executor", "_deadlines", "_running", "_closed")
+    __slots__ = ("_checker", "_max_workers", "_lock", "_tools", "_executor", "_drivers", "_deadlines", "_running",
+                 "_closed")
 
     def __init__(
         self, permission_checker: Optional[PermissionChecker] = None, max_workers: Optional[int] = None
@@ -140,8 +115,9 @@ class ToolRegistry:
         self._max_workers = max_workers or DEFAULT_MAX_WORKERS
         # Guards _tools, _executor, _closed and additions to _running.
         self._lock = threading.Lock()
-        self._tools: Dict[str, _Entry] = {}
+        self._tools: Dict[str, Entry] = {}
         self._executor: Optional[DaemonPool] = None
+        self._drivers: Optional[DaemonPool] = None
         self._deadlines: Optional[Deadlines] = None
         # Submitted calls not finished yet, with their tool's name (for close()).
         self._running: Dict[Future, str] = {}
@@ -183,10 +159,10 @@ class ToolRegistry:
                 is not a permission.
             ValueError: a tool's name or a permission name is empty.
         """
-        entries = [_Entry(tool) for tool in tools]
+        entries = [Entry(tool) for tool in tools]
         with self._lock:
             if self._closed:
-                raise _closed_error()
+                raise closed_error()
             names = set(self._tools)
             for entry in entries:
                 name = entry.tool.name
@@ -338,7 +314,7 @@ class ToolRegistry:
 
         with self._lock:
             if self._closed:
-                raise _closed_error()
+                raise closed_error()
             if self._deadlines is None:
                 self._deadlines = Deadlines()
             watch = self._deadlines.arm(deadline, functools.partial(on_overdue, settle))
@@ -347,12 +323,31 @@ class ToolRegistry:
             return batch.results  # type: ignore[return-value]
         return None
 
+    def _hand_over(self, work: Callable[[], None], on_dropped: Callable[[], None]) -> None:
+        """Run ``work()`` on one of the threads that drive sync turns (``agcore-loop-<n>``).
+
+        The pool has no size limit: each thread drives one turn at a time,
+        and a turn must never wait for another's to start. ``on_dropped()``
+        runs instead of ``work`` if :meth:`close` cancels it before it starts.
+
+        Raises:
+            ToolError: the registry is closed (``recoverable=False``).
+            RuntimeError: no thread could be started.
+        """
+        with self._lock:
+            if self._closed:
+                raise closed_error()
+            if self._drivers is None:
+                self._drivers = DaemonPool(sys.maxsize, name="agcore-loop")
+            future = self._drivers.submit(work)
+        future.add_done_callback(lambda done: on_dropped() if done.cancelled() else None)
+
     def _batch(self, calls: Iterable[ToolCall],
                on_complete: Optional[CompletionCallback]) -> Tuple[Batch, List[Call]]:
         """Look up and authorise every call: the batch (refusals settled) and the calls to run."""
         if self._closed:
-            raise _closed_error()
-        unpacked = [_unpack(call) for call in calls]
+            raise closed_error()
+        unpacked = [unpack(call) for call in calls]
         batch = Batch(len(unpacked), on_complete)
         runnable: List[Call] = []
         for position, (call_id, name, args) in enumerate(unpacked):
@@ -376,8 +371,12 @@ class ToolRegistry:
                 return
             self._closed = True
             executor, self._executor = self._executor, None
+            drivers, self._drivers = self._drivers, None
             deadlines = self._deadlines
             running = dict(self._running)
+        if drivers is not None:
+            # A turn still running ends at its next tool call (the registry is closed).
+            drivers.shutdown(wait=True, cancel_futures=True, timeout=CLOSE_TIMEOUT_SECS)
         if deadlines is not None:
             # Returns at once unless a watched tool runs: its deadline still fires.
             deadlines.stop(CLOSE_TIMEOUT_SECS)
@@ -403,11 +402,11 @@ class ToolRegistry:
 
     # -- internals --------------------------------------------------------
 
-    def _authorised(self, name: str) -> _Entry:
+    def _authorised(self, name: str) -> Entry:
         """Look the tool up and check its permissions (steps 1 and 2)."""
         with self._lock:
             if self._closed:
-                raise _closed_error()
+                raise closed_error()
             entry = self._tools.get(name)
         if entry is None:
             raise ToolNotFoundError(f'no tool named "{name}" is registered; use one of the tools offered', name)
@@ -416,7 +415,7 @@ class ToolRegistry:
             checker.check(name, entry.permissions)
         return entry
 
-    def _run(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
+    def _run(self, entry: Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
         """Run one call under its tool-call id (and ``execute_tool`` span, when traced).
 
         Always called in a context copy of its own (see :meth:`invoke`,
@@ -428,7 +427,7 @@ class ToolRegistry:
                 span.record(invocation)
             return invocation
 
-    def _execute(self, entry: _Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
+    def _execute(self, entry: Entry, name: str, args: Any, tool_call_id: Optional[str]) -> ToolInvocation:
         """Validate, execute and serialise (steps 3 to 5); raise no Exception."""
         start = perf_counter()
         try:
@@ -460,7 +459,7 @@ class ToolRegistry:
                 return ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start, text=text)
         return ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
 
-    def _run_in_batch(self, batch: Batch, position: int, entry: _Entry, name: str, args: Any, call_id: Any) -> None:
+    def _run_in_batch(self, batch: Batch, position: int, entry: Entry, name: str, args: Any, call_id: Any) -> None:
         batch.settle(position, self._run(entry, name, args, call_id))
 
     def _submit(self, batch: Batch, calls: List[Call]) -> List[Tuple[Call, Future]]:
@@ -469,7 +468,7 @@ class ToolRegistry:
         pending = []
         with self._lock:
             if self._closed:
-                raise _closed_error()
+                raise closed_error()
             if self._executor is None:
                 self._executor = DaemonPool(self._max_workers)
             for call in calls:

@@ -17,7 +17,7 @@ from agcore_sync.hooks import HookEvent, Hooks
 from agcore_sync.llm.events import Error, ToolExecutionCompleted, ToolExecutionStarted
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
-from agcore_sync.tools.error import ToolTimeoutError
+from agcore_sync.tools.error import ToolError, ToolTimeoutError
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
 
@@ -75,21 +75,36 @@ def held():
     made.release.set()
 
 
-def test_a_sync_turn_runs_from_its_first_tool_call_in_one_thread_of_its_own():
+def test_a_sync_turn_runs_from_its_first_tool_call_in_one_turn_thread_of_the_registry():
     seen = Recorder()
     with ToolRegistry() as registry:
         registry.register(seen.tool)
         cycle = LlmCycle(rounds(3), CycleConfig(tool_timeout_secs=30), hooks=seen.hooks)
         response = cycle.submit_with_tools("go", registry)
-    assert response.message.text == "done"
-    caller = threading.current_thread()
-    loop_thread = seen.tool_threads[0]
-    assert loop_thread is not caller and loop_thread.name.startswith("agcore-loop-")
-    assert seen.tool_threads == [loop_thread] * 3  # every round's tool, no pool hand-off
-    # The first request went out from the caller; the turn then stayed in its thread.
-    assert seen.request_threads == [caller, loop_thread, loop_thread, loop_thread]
-    assert not loop_thread.is_alive()  # joined before submit_with_tools returned
-    assert len(cycle.messages()) == 8
+        assert response.message.text == "done" and len(cycle.messages()) == 8
+        caller = threading.current_thread()
+        loop_thread = seen.tool_threads[0]
+        assert loop_thread is not caller and loop_thread.name.startswith("agcore-loop-")
+        assert seen.tool_threads == [loop_thread] * 3  # every round's tool, no pool hand-off
+        # The first request went out from the caller; the turn then stayed in its thread.
+        assert seen.request_threads == [caller, loop_thread, loop_thread, loop_thread]
+        # The next turn gets the same thread: it waits for turns until the registry closes.
+        LlmCycle(rounds(3), CycleConfig(tool_timeout_secs=30)).submit_with_tools("again", registry)
+        assert seen.tool_threads[3:] == [loop_thread] * 3
+    assert not loop_thread.is_alive()  # close() stopped it
+
+
+def test_a_turn_handed_to_a_registry_being_closed_ends_with_a_typed_error():
+    seen = Recorder()
+    registry = ToolRegistry()
+    registry.register(seen.tool)
+    hooks = Hooks()
+    # The registry closes between the first answer and its tool call: the turn
+    # cannot go on, and says why instead of hanging.
+    hooks.on(HookEvent.POST_REQUEST, lambda ctx: registry.close())
+    with pytest.raises(ToolError, match="closed"):
+        LlmCycle(rounds(1), CycleConfig(tool_timeout_secs=30), hooks=hooks).submit_with_tools("go", registry)
+    assert seen.tool_threads == []
 
 
 def test_without_a_tool_timeout_a_sync_turn_stays_in_the_callers_thread():
@@ -123,8 +138,9 @@ def test_a_tool_that_overstays_is_left_behind_and_the_sync_turn_raises_at_its_de
         assert held.entered.is_set() and not held.returned.is_set() and held.thread.is_alive()
         assert len(provider.requests) == 1 and [m.role.value for m in cycle.messages()] == ["user"]
         held.release.set()
-        held.thread.join(WAIT)
-        assert not held.thread.is_alive()  # it returned and left: its result goes nowhere
+        assert held.returned.wait(WAIT)  # its result goes nowhere
+    held.thread.join(WAIT)
+    assert not held.thread.is_alive()  # a turn thread of the registry's: close() stopped it
 
 
 def test_a_stream_whose_tool_overstays_ends_with_the_timeout_while_the_tool_still_runs(held):
@@ -198,6 +214,27 @@ def run_interrupted_turn(held, main):
         interrupter.join(WAIT)
         assert held.thread.is_alive() and not held.returned.is_set()
         held.release.set()
-        held.thread.join(WAIT)
+        assert held.returned.wait(WAIT)
+    # close() waited for the turn's thread: the turn stopped before its next provider call.
     assert not held.thread.is_alive()
-    assert len(provider.requests) == 1  # the turn stopped before its next provider call
+    assert len(provider.requests) == 1
+
+
+def test_a_hook_in_a_turn_thread_may_close_the_registry():
+    seen = Recorder()
+    registry = ToolRegistry()
+    registry.register(seen.tool)
+    hooks = Hooks()
+    closed_in = []
+
+    def close_once(ctx):
+        if seen.tool_threads and not closed_in:
+            closed_in.append(threading.current_thread())
+            registry.close()  # from the turn's own thread: must not wait for itself
+
+    hooks.on(HookEvent.POST_TOOL_USE, close_once)
+    with pytest.raises(ToolError, match="closed"):
+        LlmCycle(rounds(3), CycleConfig(tool_timeout_secs=30), hooks=hooks).submit_with_tools("go", registry)
+    assert closed_in[0].name.startswith("agcore-loop-") and len(seen.tool_threads) == 1
+    closed_in[0].join(WAIT)
+    assert not closed_in[0].is_alive()
