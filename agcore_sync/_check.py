@@ -7,7 +7,6 @@ deep inside the first request. Each check returns the value it accepted.
 
 from __future__ import annotations
 
-import numbers
 import urllib.parse
 from typing import Any, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
@@ -60,7 +59,7 @@ def positive_number(owner: str, name: str, value: Any, *, allow_none: bool = Fal
     """Return ``value`` if it is a real number above 0 (or at least 0, or None when allowed)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) or _other_real(value)):
         what = "a number of seconds" if "timeout" in name or name.endswith("_secs") else "a number"
         hint = " (a number, not a string)" if isinstance(value, str) else ""
         raise TypeError(f"{owner}: {name} must be {what}{hint}, {_got(value)}")
@@ -68,6 +67,14 @@ def positive_number(owner: str, name: str, value: Any, *, allow_none: bool = Fal
         bound = "0 or more" if allow_zero else "above 0"
         raise ValueError(f"{owner}: {name} must be {bound}, got {_shown(value)}")
     return value
+
+
+def _other_real(value: Any) -> bool:
+    # numbers loads only for a value that is neither int nor float (a Fraction, a
+    # numpy float): 0.3 ms that most programs never need.
+    import numbers
+
+    return isinstance(value, numbers.Real)
 
 
 def positive_int(owner: str, name: str, value: Any, *, allow_none: bool = False, allow_zero: bool = False) -> Any:

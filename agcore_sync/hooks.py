@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import attrs
 
 from agcore_sync import _instrument
+from agcore_sync._values import value_methods
 from agcore_sync.errors import AgcoreError
 
 __all__ = ["HookEvent", "HookContext", "Deny", "Defer", "Approve", "Decision", "Hooks", "HookError", "HookFn"]
@@ -42,6 +43,7 @@ class HookEvent(str, enum.Enum):
 
 
 @attrs.frozen(kw_only=True)
+@value_methods
 class HookContext:
     """What a hook is told.
 
@@ -67,6 +69,7 @@ class HookContext:
 
 
 @attrs.frozen
+@value_methods
 class Deny:
     """Refuse a tool call; ``reason`` goes to the model.
 
@@ -79,6 +82,7 @@ class Deny:
 
 
 @attrs.frozen
+@value_methods
 class Approve:
     """Let a tool call run.
 
@@ -93,6 +97,7 @@ class Approve:
 
 
 @attrs.frozen
+@value_methods
 class Defer:
     """Returned by a PRE_TOOL_USE hook to have a human decide about the call.
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import pytest
 import requests
 
@@ -115,6 +118,13 @@ def test_a_cycle_checks_its_parts(make, named):
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_cycle_config_checks_each_field(kwargs, exc_type, named):
     refused(exc_type, lambda: CycleConfig(**kwargs), "CycleConfig", named)
+
+
+def test_a_number_of_seconds_may_be_any_real_number_but_not_a_decimal():
+    # int and float are checked without the numbers module; a Fraction loads it, and is a real number.
+    assert CycleConfig(tool_timeout_secs=Fraction(3, 2)).tool_timeout_secs == Fraction(3, 2)
+    assert OpenAIProvider(timeout=Fraction(1, 2)).timeout == Fraction(1, 2)
+    refused(TypeError, lambda: CycleConfig(tool_timeout_secs=Decimal("1.5")), "CycleConfig", "tool_timeout_secs")
 
 
 def test_cycle_config_still_takes_none_and_its_defaults():

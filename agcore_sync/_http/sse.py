@@ -36,6 +36,8 @@ from typing import Iterable, Iterator, List, Optional
 
 import attrs
 
+from agcore_sync._values import value_methods
+
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "EventTooLarge", "SseEvent", "SseParser", "iter_sse_events"]
 
 #: The most characters one event may hold (its data lines and unfinished
@@ -57,6 +59,7 @@ class EventTooLarge(ValueError):
 
 
 @attrs.frozen
+@value_methods
 class SseEvent:
     """One dispatched event.
 

@@ -17,15 +17,17 @@ this module holds the two rules it applies to one:
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping
 
 from agcore_sync.agent.errors import ApprovalDecisionError
 from agcore_sync.hooks import Approve, Decision, Deny
 from agcore_sync.llm.types import Message
-from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import TurnRecord
 from agcore_sync.tools.error import PermissionDeniedError
 from agcore_sync.tools.invocation import ToolInvocation
+
+if TYPE_CHECKING:  # pragma: no cover - loaded when a turn first pauses
+    from agcore_sync.loop.pause import PausedTurn
 
 __all__ = ["check_decisions", "cancelled_record"]
 

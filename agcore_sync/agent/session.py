@@ -25,37 +25,31 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from agcore_sync import _check, _instrument
+from agcore_sync import _check
 from agcore_sync.agent._ended_turns import EndedTurns
 from agcore_sync.agent._format import FORMAT_VERSION, check_document
 from agcore_sync.agent._store_mark import StoreMark, read_stored, unreadable
 from agcore_sync.agent._turn_scope import OpenTurn
 from agcore_sync.agent.approval import cancelled_record, check_decisions
-from agcore_sync.agent.errors import (
-    AgentError,
-    TurnNotPausedError,
-    TurnPausedError,
-)
+from agcore_sync.agent.errors import AgentError, TurnNotPausedError, TurnPausedError
 from agcore_sync.agent.slots import SlotStore
-from agcore_sync.agent.turn_stream import TurnStream  # defined there, still importable from here
 from agcore_sync.hooks import Decision, HookEvent, Hooks
 from agcore_sync.llm.cost import PricingArg, cost_usd, find_pricing
-from agcore_sync.llm.events import ToolApprovalRequest
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import Message, MessageResponse, Usage
 from agcore_sync.loop._conversation import check_parts
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.loop.limits import RunUsage, UsageLimits, run_usage
-from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.loop.tool_loop import OutputPlan, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
     from agcore_sync.agent.store import SessionStore
+    from agcore_sync.agent.turn_stream import TurnStream
+    from agcore_sync.llm.events import ToolApprovalRequest
+    from agcore_sync.loop.pause import PausedTurn
 
 __all__ = ["AgentSession", "FORMAT_VERSION"]
-
-logger = _instrument.get_logger("agcore_sync.session")
 
 
 class AgentSession:
@@ -99,8 +93,7 @@ class AgentSession:
         self._slots = SlotStore()
         self._turn_lock = threading.Lock()
         self._turn_open = False
-        # The turn that waits for approval, or None.
-        self._paused: Optional[PausedTurn] = None
+        self._paused: Optional[PausedTurn] = None  # the turn that waits for approval, or None
         # The open streamed turn's stream (weak: a dropped stream ends its turn).
         self._stream: Optional[weakref.ref] = None
         # What finalize_turn() recognises as an ended turn.
@@ -256,6 +249,7 @@ class AgentSession:
             SlotReadonlyError, TypeError, ValueError: a readonly slot; ``output`` is no usable schema.
             TurnPausedError, AgentError: a turn is paused (resume or cancel it first), or already open.
         """
+        from agcore_sync.agent.turn_stream import TurnStream  # the streaming modules load with the first stream
         plan = OutputPlan.of(output, self.config)
         self._start_turn()
         try:
@@ -327,6 +321,7 @@ class AgentSession:
 
         .. versionadded:: 0.2
         """
+        from agcore_sync.agent.turn_stream import TurnStream
         paused, checked = self._take_paused(decisions)
         try:
             stream = TurnStream(self._cycle, self.registry, None, end_turn=self._end_streamed_turn,
@@ -448,6 +443,7 @@ class AgentSession:
         session._cost = data.get("cost_usd", 0.0)
         session.turn_index = int(data["turn_index"])
         paused = data.get("paused_turn")
+        from agcore_sync.loop.pause import PausedTurn  # loaded for a paused turn only
         session._paused = None if paused is None else PausedTurn.from_dict(paused)
         return session
 
@@ -495,3 +491,10 @@ class AgentSession:
         version = store.save(session_id, self.to_dict(), self._stored.expected(store, session_id))
         self._stored.remember(store, session_id, version)
         return version
+
+
+def __getattr__(name: str) -> Any:  # TurnStream, defined in agent.turn_stream, stays importable from here
+    if name != "TurnStream":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from agcore_sync.agent.turn_stream import TurnStream
+    return TurnStream

@@ -7,9 +7,7 @@ on it is refused before anything is sent.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List
-
-import attrs
+from typing import Any, Dict, Iterable, List, Optional
 
 from agcore_sync.agent.errors import AgentError, SlotNotFoundError, SlotReadonlyError
 from agcore_sync.llm.types import Message
@@ -20,13 +18,23 @@ __all__ = ["Slot", "SlotStore", "DEFAULT_SLOT"]
 DEFAULT_SLOT = "default"
 
 
-@attrs.define(eq=False)
 class Slot:
-    """One named history. ``messages`` is the live list the turns append to."""
+    """One named history. ``messages`` is the live list the turns append to.
 
-    name: str
-    messages: List[Message] = attrs.field(factory=list)
-    readonly: bool = False
+    A stateful object, compared by identity; written out with ``__slots__``
+    rather than as an attrs class, which would compile a ``__repr__`` and an
+    ``__init__`` for it when a session is first imported.
+    """
+
+    __slots__ = ("name", "messages", "readonly")
+
+    def __init__(self, name: str, messages: Optional[List[Message]] = None, readonly: bool = False) -> None:
+        self.name = name
+        self.messages: List[Message] = [] if messages is None else messages
+        self.readonly = readonly
+
+    def __repr__(self) -> str:
+        return f"Slot(name={self.name!r}, messages={self.messages!r}, readonly={self.readonly!r})"
 
     def to_dict(self) -> Dict[str, Any]:
         """Return a JSON-ready dict."""

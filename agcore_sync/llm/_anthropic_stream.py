@@ -6,8 +6,9 @@ Messages response (``message_start``, ``content_block_start`` /
 ``error``) and returns the events of :mod:`agcore_sync.llm.events`; the
 closing ``MessageComplete`` is built from the very events returned, so
 replaying them gives the same response. The wire helpers the plain response
-needs as well (usage, stop reasons, error payloads) live here too;
-:mod:`agcore_sync.llm.anthropic` does the sending.
+needs as well (usage, stop reasons, error payloads) live in
+:mod:`agcore_sync.llm._anthropic_wire`, so a plain ``chat`` loads no stream
+events; :mod:`agcore_sync.llm.anthropic` does the sending.
 
 Block indexes are renumbered from 0 over the blocks translated, which keeps
 Anthropic's own indexes unless the stream holds a block type we skip (a
@@ -19,22 +20,16 @@ gets a new ``toolu_<hex>`` id.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
+from typing import Any, Dict, List, Mapping, Optional
 
 from agcore_sync import _instrument
 from agcore_sync._http.masking import Masker
 from agcore_sync._http.sse import SseEvent
+from agcore_sync.llm._anthropic_wire import TOOL_ID_PREFIX, api_error, stop_reason, usage_from_wire
 from agcore_sync.llm._stream_translator import StreamTranslator
 from agcore_sync.llm._tool_calls import ToolCallIds, arguments_text
 from agcore_sync.llm.cost import PricingArg
-from agcore_sync.llm.errors import (
-    AuthenticationError,
-    LlmError,
-    ProviderError,
-    RateLimitError,
-    ResponseParseError,
-    ServerError,
-)
+from agcore_sync.llm.errors import ResponseParseError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -47,81 +42,17 @@ from agcore_sync.llm.events import (
     ToolCallEnd,
 )
 from agcore_sync.llm.partial import PartialMessageResponse
-from agcore_sync.llm.types import StopReason, Usage
+from agcore_sync.llm.types import Usage
 
-__all__ = ["AnthropicStreamTranslator", "stop_reason", "usage_from_wire", "api_error", "TOOL_ID_PREFIX"]
+__all__ = ["AnthropicStreamTranslator"]
 
 logger = _instrument.get_logger("agcore_sync.llm")
-
-#: The prefix of tool-call ids made for calls the server sent without one.
-TOOL_ID_PREFIX = "toolu_"
-
-_STOP_REASONS: Mapping[str, StopReason] = {
-    "end_turn": StopReason.STOP,
-    "stop_sequence": StopReason.STOP,
-    "pause_turn": StopReason.STOP,
-    "tool_use": StopReason.TOOL_USE,
-    "max_tokens": StopReason.LENGTH,
-    "model_context_window_exceeded": StopReason.LENGTH,
-    "refusal": StopReason.CONTENT_FILTER,
-}
-
-# error.type -> (error class, the HTTP status the API documents for that type).
-_ERROR_TYPES: Mapping[str, Tuple[Type[LlmError], int]] = {
-    "invalid_request_error": (ProviderError, 400),
-    "authentication_error": (AuthenticationError, 401),
-    "billing_error": (ProviderError, 402),
-    "permission_error": (AuthenticationError, 403),
-    "not_found_error": (ProviderError, 404),
-    "request_too_large": (ProviderError, 413),
-    "rate_limit_error": (RateLimitError, 429),
-    "api_error": (ServerError, 500),
-    "timeout_error": (ProviderError, 504),
-    "overloaded_error": (ServerError, 529),
-}
 
 # The stream event types AnthropicStreamTranslator has an ``_on_<type>`` method for.
 _STREAM_HANDLERS = frozenset(
     ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
      "message_delta", "message_stop"]
 )
-
-
-def stop_reason(value: Optional[str], has_tool_calls: bool) -> StopReason:
-    """Map a wire ``stop_reason``; a missing one is TOOL_USE with tool calls, else STOP."""
-    if value is None:
-        return StopReason.TOOL_USE if has_tool_calls else StopReason.STOP
-    return _STOP_REASONS.get(value, StopReason.ERROR)
-
-
-def _count(raw: Mapping[str, Any], key: str) -> int:
-    value = raw.get(key)
-    return value if isinstance(value, int) else 0
-
-
-def usage_from_wire(raw: Mapping[str, Any]) -> Usage:
-    """Return the :class:`Usage` of a wire ``usage`` object (prompt counts cached tokens too)."""
-    cache_read = _count(raw, "cache_read_input_tokens")
-    cache_write = _count(raw, "cache_creation_input_tokens")
-    return Usage(
-        prompt_tokens=_count(raw, "input_tokens") + cache_read + cache_write,
-        completion_tokens=_count(raw, "output_tokens"),
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-    )
-
-
-def api_error(data: Mapping[str, Any], *, streaming: bool, masker: Masker) -> LlmError:
-    """Return the typed error for an ``{"type": "error", "error": {...}}`` payload."""
-    error = data.get("error")
-    error = error if isinstance(error, dict) else {}
-    error_type = error.get("type")
-    cls, status = _ERROR_TYPES.get(error_type, (ProviderError, None))  # type: ignore[arg-type]
-    where = "stream" if streaming else "response"
-    message = f"Anthropic {where} error {error_type or 'unknown'}"
-    if isinstance(error.get("message"), str):
-        message += f": {error['message']}"
-    return cls(masker.text(message), status_code=status, body=masker.json(dict(data)))
 
 
 class _OpenBlock:

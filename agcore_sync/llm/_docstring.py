@@ -23,6 +23,8 @@ from typing import Dict, List, Optional
 
 import attrs
 
+from agcore_sync._values import value_methods
+
 __all__ = ["Docstring", "parse_docstring"]
 
 #: Google and NumPy section titles whose entries describe arguments or fields.
@@ -34,19 +36,24 @@ _OTHER_SECTIONS = frozenset(
     "returns|return|yields|yield|raises|example|examples|note|notes|warning|warnings|see also|todo".split("|")
 )
 
+# The patterns are kept as text and used through re.match, which compiles each
+# on its first use and then finds it in re's cache: importing this module (with
+# @tool) compiles none, and a program never pays for a style it does not use.
+
 # "Args:" on a line of its own.
-_GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):$")
+_GOOGLE_HEADER = r"^([A-Za-z][A-Za-z ]*):$"
 # "city (str): the city name" or "city: the city name".
-_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)$")
+_GOOGLE_ENTRY = r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)$"
 # "city : str", "city", or "x, y : int".
-_NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
+_NUMPY_ENTRY = r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$"
 # A line of dashes under a NumPy section title.
-_NUMPY_RULE = re.compile(r"^-{3,}$")
+_NUMPY_RULE = r"^-{3,}$"
 # ":param city: ..." or ":param str city: ...".
-_SPHINX_PARAM = re.compile(r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\*{0,2}(\w+)\s*:(.*)$")
+_SPHINX_PARAM = r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\*{0,2}(\w+)\s*:(.*)$"
 
 
 @attrs.frozen
+@value_methods
 class Docstring:
     """What a docstring says: the summary and each argument's description."""
 
@@ -74,7 +81,7 @@ def parse_docstring(doc: Optional[str]) -> Docstring:
             _read_numpy(lines, index + 2, _indent(line), params)
         elif _google_title(stripped) in _ARG_SECTIONS:
             _read_google(lines, index + 1, _indent(line), params)
-        elif _SPHINX_PARAM.match(stripped):
+        elif re.match(_SPHINX_PARAM, stripped):
             _read_sphinx(lines, index, params)
     return Docstring(_summary(lines), params)
 
@@ -96,7 +103,7 @@ def _summary(lines: List[str]) -> str:
 
 def _google_title(stripped: str) -> str:
     """Return the lower-cased title of a Google header line, or ""."""
-    match = _GOOGLE_HEADER.match(stripped)
+    match = re.match(_GOOGLE_HEADER, stripped)
     return match.group(1).strip().lower() if match else ""
 
 
@@ -108,7 +115,7 @@ def _is_numpy_header(lines: List[str], index: int) -> bool:
     return (
         bool(lines[index].strip())
         and index + 1 < len(lines)
-        and _NUMPY_RULE.match(lines[index + 1].strip()) is not None
+        and re.match(_NUMPY_RULE, lines[index + 1].strip()) is not None
     )
 
 
@@ -135,7 +142,7 @@ def _read_google(lines: List[str], start: int, header_indent: int, params: Dict[
             entry_indent = indent
         if indent <= entry_indent:
             _add(params, names, parts)
-            match = _GOOGLE_ENTRY.match(stripped)
+            match = re.match(_GOOGLE_ENTRY, stripped)
             names, parts = ([match.group(1)], [match.group(2).strip()]) if match else ([], [])
         else:
             parts.append(stripped)
@@ -155,7 +162,7 @@ def _read_numpy(lines: List[str], start: int, header_indent: int, params: Dict[s
             break
         if _indent(line) == header_indent:
             _add(params, names, parts)
-            match = _NUMPY_ENTRY.match(stripped)
+            match = re.match(_NUMPY_ENTRY, stripped)
             names = [name.strip().lstrip("*") for name in match.group(1).split(",")] if match else []
             parts = []
         else:
@@ -165,7 +172,7 @@ def _read_numpy(lines: List[str], start: int, header_indent: int, params: Dict[s
 
 def _read_sphinx(lines: List[str], start: int, params: Dict[str, str]) -> None:
     """Read one ``:param name:`` field and its indented continuation lines."""
-    match = _SPHINX_PARAM.match(lines[start].strip())
+    match = re.match(_SPHINX_PARAM, lines[start].strip())
     assert match is not None
     field_indent = _indent(lines[start])
     parts = [match.group(2).strip()]

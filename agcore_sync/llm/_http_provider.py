@@ -20,7 +20,7 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from typing import Any, Dict, Iterator, Mapping, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, NoReturn, Optional
 
 import requests
 import urllib3.exceptions
@@ -29,8 +29,6 @@ from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import new_session
 from agcore_sync._http.masking import Masker
-from agcore_sync._http.sse import DEFAULT_MAX_EVENT_SIZE, EventTooLarge, SseEvent, SseParser
-from agcore_sync.llm._stream_translator import StreamTranslator
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import (
     AuthenticationError,
@@ -42,9 +40,13 @@ from agcore_sync.llm.errors import (
     ResponseParseError,
     ServerError,
 )
-from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import MessageRequest
+
+if TYPE_CHECKING:  # pragma: no cover - the stream modules load with the first stream
+    from agcore_sync._http.sse import SseEvent
+    from agcore_sync.llm._stream_translator import StreamTranslator
+    from agcore_sync.llm.events import StreamEvent
 
 __all__ = ["HttpProvider", "error_for_status", "parse_retry_after"]
 
@@ -132,7 +134,8 @@ class HttpProvider(LlmProvider):
     #: change it.
     #:
     #: .. versionadded:: 0.2
-    max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    max_event_size: int = 32 * 1024 * 1024  # _http.sse.DEFAULT_MAX_EVENT_SIZE; not imported: the parser loads
+    # with the first stream (tests/hardening/test_bounded_memory.py checks that the two agree)
 
     def __init__(
         self,
@@ -285,6 +288,8 @@ class HttpProvider(LlmProvider):
             reader.discard()  # does nothing after release()
 
     def _read_events(self, reader: BodyReader) -> Iterator[SseEvent]:
+        from agcore_sync._http.sse import EventTooLarge, SseParser  # loaded with the first stream
+
         parser = SseParser(self.max_event_size)
         try:
             for chunk in reader:

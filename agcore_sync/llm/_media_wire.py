@@ -21,14 +21,20 @@ Tool results: Anthropic's ``tool_result`` and the Responses API's
 message takes text only, so :func:`chat_tool_result` returns the text and
 the image parts separately (the provider sends those in a ``user`` message
 right after the tool messages).
+
+Blocks are told apart by their ``type`` tag (``"image"``, ``"document"``),
+as :class:`~agcore_sync.llm.content.ContentBlock` registers them: a request
+without images or documents never loads :mod:`agcore_sync.llm.media`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple, Union
 
-from agcore_sync.llm.media import DocumentBlock, ImageBlock
 from agcore_sync.llm.types import ContentBlock, TextBlock
+
+if TYPE_CHECKING:  # pragma: no cover - media loads with the first image or document
+    from agcore_sync.llm.media import DocumentBlock, ImageBlock
 
 __all__ = [
     "anthropic_block",
@@ -71,9 +77,9 @@ def anthropic_block(block: ContentBlock) -> Dict[str, Any]:
     """Return an Anthropic content block for a text, image or document block."""
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
-    if isinstance(block, ImageBlock):
+    if block.type == "image":
         return {"type": "image", "source": _image_source(block)}
-    if isinstance(block, DocumentBlock):
+    if block.type == "document":
         if block.text is not None:
             source: Dict[str, Any] = {"type": "text", "media_type": "text/plain", "data": block.text}
         elif block.data is not None:
@@ -105,9 +111,9 @@ def chat_part(block: ContentBlock) -> Dict[str, Any]:
     """
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
-    if isinstance(block, ImageBlock):
+    if block.type == "image":
         return {"type": "image_url", "image_url": {"url": _image_url(block)}}
-    if isinstance(block, DocumentBlock):
+    if block.type == "document":
         if block.text is not None:
             return {"type": "text", "text": _titled(block)}
         if block.data is None and not (block.url or "").lower().startswith("data:"):
@@ -129,7 +135,7 @@ def chat_tool_result(content: Union[str, Tuple[ContentBlock, ...]]) -> Tuple[str
     if isinstance(content, str):
         return content, []
     text = "".join(block.text for block in content if isinstance(block, TextBlock))
-    images = [chat_part(block) for block in content if isinstance(block, ImageBlock)]
+    images = [chat_part(block) for block in content if block.type == "image"]
     return text, images
 
 
@@ -137,9 +143,9 @@ def responses_part(block: ContentBlock) -> Dict[str, Any]:
     """Return a Responses API input part (``input_text``, ``input_image``, ``input_file``)."""
     if isinstance(block, TextBlock):
         return {"type": "input_text", "text": block.text}
-    if isinstance(block, ImageBlock):
+    if block.type == "image":
         return {"type": "input_image", "image_url": _image_url(block), "detail": "auto"}
-    if isinstance(block, DocumentBlock):
+    if block.type == "document":
         if block.text is not None:
             return {"type": "input_text", "text": _titled(block)}
         url = block.url or ""

@@ -4,8 +4,9 @@
 Chat Completions response (``chat.completion.chunk`` objects, then
 ``data: [DONE]``) and returns the events of :mod:`agcore_sync.llm.events` in
 the order DESIGN.md pins. The wire helpers both the streamed and the plain
-response need (usage, stop reasons, error bodies) live here too;
-:mod:`agcore_sync.llm.openai` does the sending.
+response need (usage, stop reasons, error bodies) live in
+:mod:`agcore_sync.llm._openai_wire`, so a plain ``chat`` loads no stream
+events; :mod:`agcore_sync.llm.openai` does the sending.
 
 Block rules: indexes count from 0 in order of first appearance (not
 ``tool_calls[].index``). OpenAI interleaves, so a text or thinking block ends
@@ -22,11 +23,10 @@ from typing import Any, Dict, List, Optional
 
 from agcore_sync._http.masking import Masker
 from agcore_sync._http.sse import SseEvent
-from agcore_sync.llm._http_provider import error_for_status
+from agcore_sync.llm._openai_wire import error_from_body, stop_reason, usage_from_wire
 from agcore_sync.llm._stream_translator import StreamTranslator
 from agcore_sync.llm._tool_calls import ToolCallIds, arguments_text
 from agcore_sync.llm.cost import PricingArg
-from agcore_sync.llm.errors import LlmError, ProviderError, ServerError
 from agcore_sync.llm.events import (
     ContentBlockEnd,
     ContentBlockStart,
@@ -39,61 +39,12 @@ from agcore_sync.llm.events import (
     ToolCallEnd,
 )
 from agcore_sync.llm.partial import PartialMessageResponse
-from agcore_sync.llm.types import StopReason, Usage
+from agcore_sync.llm.types import Usage
 
-__all__ = ["OpenAIStreamTranslator", "stop_reason", "usage_from_wire", "error_from_body", "DONE"]
+__all__ = ["OpenAIStreamTranslator", "DONE"]
 
 #: The data of the event that ends a stream.
 DONE = "[DONE]"
-
-_FINISH_REASONS = {
-    "stop": StopReason.STOP,
-    "tool_calls": StopReason.TOOL_USE,
-    "function_call": StopReason.TOOL_USE,
-    "length": StopReason.LENGTH,
-    "content_filter": StopReason.CONTENT_FILTER,
-}
-
-
-def stop_reason(finish_reason: Any, refused: bool) -> Optional[StopReason]:
-    """Map a ``finish_reason``; None when there was none (the caller decides)."""
-    if refused:
-        return StopReason.CONTENT_FILTER
-    if finish_reason is None:
-        return None
-    return _FINISH_REASONS.get(finish_reason, StopReason.ERROR)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def usage_from_wire(data: Any) -> Usage:
-    """Return the :class:`Usage` of a wire ``usage`` object (zeros when absent)."""
-    if not isinstance(data, dict):
-        return Usage()
-    details = data.get("prompt_tokens_details")
-    details = details if isinstance(details, dict) else {}
-    return Usage(
-        prompt_tokens=_count(data.get("prompt_tokens")),
-        completion_tokens=_count(data.get("completion_tokens")),
-        cache_read_tokens=_count(details.get("cached_tokens")),
-        cache_write_tokens=_count(details.get("cache_write_tokens")),
-    )
-
-
-def error_from_body(data: Dict[str, Any], masker: Masker) -> LlmError:
-    """Return the typed error for an ``{"error": ...}`` body or chunk."""
-    error = data.get("error")
-    detail = error.get("message") if isinstance(error, dict) else error
-    message = masker.text(f"OpenAI reported an error: {detail}")
-    code = error.get("code") if isinstance(error, dict) else None
-    body = masker.json(data)
-    if isinstance(code, int) and not isinstance(code, bool) and code >= 400:
-        return error_for_status(code, message, body=body)
-    if isinstance(error, dict) and error.get("type") == "server_error":
-        return ServerError(message, body=body)
-    return ProviderError(message, body=body)
 
 
 class _ToolCall:

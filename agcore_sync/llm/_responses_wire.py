@@ -34,7 +34,7 @@ from agcore_sync import _instrument
 from agcore_sync._http.masking import Masker
 from agcore_sync.llm._media_wire import responses_part, responses_tool_output
 from agcore_sync.llm._thinking_origin import OPENAI_RESPONSES, make_envelope, origin_of, read_envelope
-from agcore_sync.llm._tool_calls import ToolCallIds, arguments_text
+from agcore_sync.llm._tool_calls import ToolCallIds, arguments_text, parse_tool_arguments
 from agcore_sync.llm.errors import (
     AuthenticationError,
     LlmError,
@@ -44,7 +44,6 @@ from agcore_sync.llm.errors import (
     ServerError,
 )
 from agcore_sync.llm.output import OutputSchema, responses_text_format
-from agcore_sync.llm.partial import parse_tool_arguments
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,

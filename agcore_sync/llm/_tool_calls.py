@@ -11,16 +11,20 @@ block after it carries the repaired value:
 - Empty arguments. A call with no arguments (Anthropic ``input: {}`` with no
   or empty ``input_json_delta``, OpenAI ``""``) has the arguments ``"{}"``,
   so ``json.loads`` works on every ``ToolCallEnd.arguments``.
+
+:func:`parse_tool_arguments` turns that text into the arguments of a
+``ToolUseBlock``; it lives here, not beside the stream accumulator that also
+uses it, so a provider's plain ``chat`` does not load the stream events.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
+import os
 import re
-import secrets
 from typing import Any, Set
 
-__all__ = ["new_tool_call_id", "ToolCallIds", "arguments_text", "wire_tool_id"]
+__all__ = ["new_tool_call_id", "ToolCallIds", "arguments_text", "parse_tool_arguments", "wire_tool_id"]
 
 # Anthropic's rule for tool_use ids; OpenAI's ids (call_..., fc_...) keep to it.
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -28,7 +32,7 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 def new_tool_call_id(prefix: str = "call_") -> str:
     """Return a new tool-call id: ``prefix`` and 24 random hex digits."""
-    return prefix + secrets.token_hex(12)
+    return prefix + os.urandom(12).hex()  # what secrets.token_hex(12) returns, without loading secrets
 
 
 def wire_tool_id(tool_id: str) -> str:
@@ -41,6 +45,8 @@ def wire_tool_id(tool_id: str) -> str:
     """
     if _SAFE_ID.match(tool_id):
         return tool_id
+    import hashlib  # only for such an id: loading it brings in OpenSSL (3.6 MB) in a program without requests
+
     digest = hashlib.sha256(tool_id.encode("utf-8")).hexdigest()[:16]
     return (re.sub(r"[^A-Za-z0-9_-]", "_", tool_id)[:40] + "_" + digest).lstrip("_") or digest
 
@@ -48,6 +54,20 @@ def wire_tool_id(tool_id: str) -> str:
 def arguments_text(text: str) -> str:
     """Return a tool call's JSON argument text, ``"{}"`` when it is empty or blank."""
     return text if text.strip() else "{}"
+
+
+def parse_tool_arguments(arguments: str) -> Any:
+    """Parse a tool call's JSON argument string.
+
+    An empty string is ``{}``; text that is not valid JSON is returned as
+    it is, so the registry can refuse it with a clear error.
+    """
+    if not arguments.strip():
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
 
 
 class ToolCallIds:

@@ -39,25 +39,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import requests
 
 from agcore_sync import _instrument
-from agcore_sync.llm._anthropic_stream import (
-    TOOL_ID_PREFIX,
-    AnthropicStreamTranslator,
-    api_error,
-    stop_reason,
-    usage_from_wire,
-)
+from agcore_sync.llm._anthropic_wire import TOOL_ID_PREFIX, api_error, stop_reason, usage_from_wire
 from agcore_sync.llm._http_provider import HttpProvider
 from agcore_sync.llm._media_wire import anthropic_block, anthropic_tool_result_content
 from agcore_sync.llm._thinking_origin import ANTHROPIC, origin_of
 from agcore_sync.llm._tool_calls import ToolCallIds, wire_tool_id
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import ResponseParseError
-from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,
@@ -70,6 +63,9 @@ from agcore_sync.llm.types import (
     ToolResultBlock,
     ToolUseBlock,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - the stream events load with the first stream
+    from agcore_sync.llm.events import StreamEvent
 
 __all__ = [
     "AnthropicProvider",
@@ -337,6 +333,8 @@ class AnthropicProvider(HttpProvider):
                 (:class:`ResponseParseError`), or a stream that ends before
                 ``message_stop`` (:class:`LlmConnectionError`).
         """
+        from agcore_sync.llm._anthropic_stream import AnthropicStreamTranslator  # the stream events load here, once
+
         body = self._request_body(request, stream=True)
         translator = AnthropicStreamTranslator(body["model"], pricing=self.pricing, masker=self._masker)
         yield from self._stream(self.messages_url, body, translator)

@@ -15,12 +15,14 @@ from typing import Mapping, Optional, Union
 
 import attrs
 
+from agcore_sync._values import value_methods
 from agcore_sync.llm.types import Usage
 
 __all__ = ["Pricing", "DEFAULT_PRICING", "DEFAULT_PRICING_DATE", "PricingArg", "find_pricing", "cost_usd"]
 
 
 @attrs.frozen
+@value_methods
 class Pricing:
     """USD per million tokens.
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import attrs
 
+from agcore_sync._values import value_methods
 from agcore_sync.llm.types import (
     MessageResponse,
     Usage,
@@ -105,6 +106,7 @@ class StreamEvent:
 
 
 @attrs.frozen
+@value_methods
 class MessageStart(StreamEvent):
     """A provider response begins; ``id`` is the provider's response id."""
 
@@ -113,6 +115,7 @@ class MessageStart(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ContentBlockStart(StreamEvent):
     """A content block begins at ``index``.
 
@@ -129,6 +132,7 @@ class ContentBlockStart(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class TextDelta(StreamEvent):
     """A piece of text of the open text block."""
 
@@ -136,6 +140,7 @@ class TextDelta(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ThinkingDelta(StreamEvent):
     """A piece of reasoning text, or the block's signature."""
 
@@ -144,6 +149,7 @@ class ThinkingDelta(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ToolCallArgumentsDelta(StreamEvent):
     """A piece of a tool call's JSON arguments; ``index`` is the block index."""
 
@@ -153,6 +159,7 @@ class ToolCallArgumentsDelta(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ToolCallEnd(StreamEvent):
     """A tool call is complete; ``arguments`` is its whole JSON string."""
 
@@ -162,6 +169,7 @@ class ToolCallEnd(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ContentBlockEnd(StreamEvent):
     """The block at ``index`` ends."""
 
@@ -169,6 +177,7 @@ class ContentBlockEnd(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class CostUpdate(StreamEvent):
     """Usage of this response is known; ``cost_usd`` is None without a price."""
 
@@ -177,6 +186,7 @@ class CostUpdate(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class MessageComplete(StreamEvent):
     """A provider response ends; ``full_response`` is all of it."""
 
@@ -184,6 +194,7 @@ class MessageComplete(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ToolExecutionStarted(StreamEvent):
     """A tool is about to run (tool loops only).
 
@@ -214,6 +225,7 @@ class ToolExecutionStarted(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ToolExecutionCompleted(StreamEvent):
     """A tool has returned (tool loops only).
 
@@ -229,6 +241,7 @@ class ToolExecutionCompleted(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class Error(StreamEvent):
     """A failure; nothing follows it in a stream.
 
@@ -255,6 +268,7 @@ class Error(StreamEvent):
 
 
 @attrs.frozen
+@value_methods
 class ToolApprovalRequest:
     """A tool call that waits for a human's decision.
 
@@ -288,6 +302,7 @@ def _requests(value: Any) -> Tuple[ToolApprovalRequest, ...]:
 
 
 @attrs.frozen
+@value_methods
 class ApprovalRequired(StreamEvent):
     """A session turn paused: these calls wait for a human (the stream's last event).
 

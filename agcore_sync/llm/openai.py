@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import requests
 
 from agcore_sync import _check
 from agcore_sync.llm._http_provider import HttpProvider
 from agcore_sync.llm._media_wire import chat_part, chat_tool_result
-from agcore_sync.llm._openai_stream import OpenAIStreamTranslator, error_from_body, stop_reason, usage_from_wire
-from agcore_sync.llm._tool_calls import ToolCallIds
+from agcore_sync.llm._openai_wire import error_from_body, stop_reason, usage_from_wire
+from agcore_sync.llm._tool_calls import ToolCallIds, parse_tool_arguments
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import ResponseParseError
-from agcore_sync.llm.events import StreamEvent
-from agcore_sync.llm.partial import parse_tool_arguments
 from agcore_sync.llm.types import (
     ContentBlock,
     Message,
@@ -36,6 +34,9 @@ from agcore_sync.llm.types import (
     ToolResultBlock,
     ToolUseBlock,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - the stream events load with the first stream
+    from agcore_sync.llm.events import StreamEvent
 
 __all__ = ["OpenAIProvider", "DEFAULT_OPENAI_BASE_URL", "AZURE_API_PATH", "openai_key_and_url", "openai_auth_headers"]
 
@@ -233,6 +234,8 @@ class OpenAIProvider(HttpProvider):
         Raises:
             LlmError: from the iterator, at the point of failure.
         """
+        from agcore_sync.llm._openai_stream import OpenAIStreamTranslator  # the stream events load here, once
+
         model = self._model_for(request)
         translator = OpenAIStreamTranslator(model, pricing=self.pricing, masker=self._masker)
         yield from self._stream(self.url, self._request_body(request, model, stream=True), translator)

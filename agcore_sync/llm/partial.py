@@ -7,9 +7,9 @@ stream delivered, so a consumer that replays the events gets the same response.
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
+from agcore_sync.llm._tool_calls import parse_tool_arguments  # defined there, still importable from here
 from agcore_sync.llm.events import (
     ApprovalRequired,
     ContentBlockEnd,
@@ -44,20 +44,6 @@ __all__ = ["PartialMessageResponse", "parse_tool_arguments"]
 #: ``Error`` is not one of them: it is neither part of a message nor a meta
 #: event, so :meth:`PartialMessageResponse.apply` refuses it.
 _META_EVENTS = (ToolExecutionStarted, ToolExecutionCompleted, ApprovalRequired)
-
-
-def parse_tool_arguments(arguments: str) -> Any:
-    """Parse a tool call's JSON argument string.
-
-    An empty string is ``{}``; text that is not valid JSON is returned as
-    it is, so the registry can refuse it with a clear error.
-    """
-    if not arguments.strip():
-        return {}
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return arguments
 
 
 class _BlockBuilder:

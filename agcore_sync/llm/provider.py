@@ -6,10 +6,12 @@ Its errors live in :mod:`agcore_sync.llm.errors`.
 from __future__ import annotations
 
 import abc
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
-from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.types import MessageRequest, MessageResponse
+
+if TYPE_CHECKING:  # pragma: no cover - the stream events load with the first stream
+    from agcore_sync.llm.events import StreamEvent
 
 __all__ = ["LlmProvider"]
 

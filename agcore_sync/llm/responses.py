@@ -9,18 +9,19 @@ mapping, key masking and connection reuse are the shared
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional
 
 import requests
 
 from agcore_sync import _check
 from agcore_sync.llm._http_provider import HttpProvider
-from agcore_sync.llm._responses_stream import ResponsesStreamTranslator
 from agcore_sync.llm._responses_wire import is_reasoning_model, parse_response, request_body
 from agcore_sync.llm.cost import PricingArg
-from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.openai import openai_auth_headers, openai_key_and_url
 from agcore_sync.llm.types import MessageRequest, MessageResponse
+
+if TYPE_CHECKING:  # pragma: no cover - the stream events load with the first stream
+    from agcore_sync.llm.events import StreamEvent
 
 __all__ = ["OpenAIResponsesProvider"]
 
@@ -184,6 +185,8 @@ class OpenAIResponsesProvider(HttpProvider):
         Raises:
             LlmError: from the iterator, at the point of failure.
         """
+        from agcore_sync.llm._responses_stream import ResponsesStreamTranslator  # the stream events load here, once
+
         model = self._model_for(request)
         translator = ResponsesStreamTranslator(model, pricing=self.pricing, masker=self._masker)
         yield from self._stream(self.url, self._body(request, model, stream=True), translator)

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, TypeVar
 
 import attrs
 
 from agcore_sync import _check, _instrument
+from agcore_sync._values import value_methods
 from agcore_sync.llm.errors import LlmError
-from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import MessageRequest, MessageResponse
+
+if TYPE_CHECKING:  # pragma: no cover - the stream events load with the first stream
+    from agcore_sync.llm.events import StreamEvent
 
 __all__ = ["RetryConfig", "RetryProvider", "backoff_delay", "call_with_retry", "stream_with_retry"]
 
@@ -40,6 +43,7 @@ Sleep = Callable[[float], Any]
 
 
 @attrs.frozen
+@value_methods
 class RetryConfig:
     """How often and how long to retry a failed provider call.
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Tuple, Union
 
 import attrs
 
+from agcore_sync._values import as_tuple, value_methods
 from agcore_sync.llm.content import ContentBlock
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class StopReason(str, enum.Enum):
 
 
 @attrs.frozen
+@value_methods
 class TextBlock(ContentBlock):
     """Plain text."""
 
@@ -62,6 +64,7 @@ class TextBlock(ContentBlock):
 
 
 @attrs.frozen
+@value_methods
 class ToolUseBlock(ContentBlock):
     """A tool call requested by the model.
 
@@ -94,6 +97,7 @@ def _tool_result_content(content: Any) -> Union[str, Tuple[ContentBlock, ...]]:
 
 
 @attrs.frozen
+@value_methods
 class ToolResultBlock(ContentBlock):
     """The result of a tool call, sent back to the model.
 
@@ -120,6 +124,7 @@ class ToolResultBlock(ContentBlock):
 
 
 @attrs.frozen
+@value_methods
 class ThinkingBlock(ContentBlock):
     """Model reasoning; ``signature`` and ``redacted_data`` go back unchanged."""
 
@@ -140,6 +145,7 @@ def _to_blocks(content: Any) -> Tuple[ContentBlock, ...]:
 
 
 @attrs.frozen
+@value_methods
 class Message:
     """One message of a conversation.
 
@@ -194,6 +200,7 @@ class Message:
 
 
 @attrs.frozen
+@value_methods
 class ToolDef:
     """A tool as the model sees it: name, description, JSON Schema."""
 
@@ -215,6 +222,7 @@ _TOOL_CHOICE_MODES = ("auto", "none", "required")
 
 
 @attrs.frozen
+@value_methods
 class ToolChoice:
     """Forces the model to call one named tool: ``ToolChoice.tool("search")``.
 
@@ -286,6 +294,7 @@ def _check_output(_instance: Any, _attribute: Any, value: Any) -> None:
 
 
 @attrs.frozen
+@value_methods
 class MessageRequest:
     """One request to a provider.
 
@@ -322,9 +331,9 @@ class MessageRequest:
     """
 
     model: Optional[str]
-    messages: Tuple[Message, ...] = attrs.field(converter=tuple)
+    messages: Tuple[Message, ...] = attrs.field(converter=as_tuple)
     system: Optional[str] = None
-    tools: Tuple[ToolDef, ...] = attrs.field(converter=tuple, default=())
+    tools: Tuple[ToolDef, ...] = attrs.field(converter=as_tuple, default=())
     tool_choice: Union[str, ToolChoice] = attrs.field(default="auto", validator=_check_tool_choice)
     max_tokens: Optional[int] = None
     temperature: Optional[float] = None
@@ -393,6 +402,7 @@ class MessageRequest:
 
 
 @attrs.frozen
+@value_methods
 class Usage:
     """Token counts of one or more responses; ``a + b`` adds them.
 
@@ -431,6 +441,7 @@ class Usage:
 
 
 @attrs.frozen
+@value_methods
 class MessageResponse:
     """A provider's complete answer; ``id`` is the provider's own response id.
 

@@ -12,15 +12,17 @@ one way. This module does no I/O of its own.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from agcore_sync import _check, _instrument
 from agcore_sync.hooks import HookContext, HookEvent, Hooks
-from agcore_sync.llm.events import MessageComplete, StreamEvent
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import Sleep, call_with_retry, stream_with_retry
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolDef
 from agcore_sync.loop.config import CycleConfig
+
+if TYPE_CHECKING:  # pragma: no cover - the stream events load with the first stream
+    from agcore_sync.llm.events import StreamEvent
 
 __all__ = ["Conversation", "Compactor", "RequestAdjuster", "render_system_prompt"]
 
@@ -200,6 +202,8 @@ class Conversation:
 
         POST_REQUEST fires after ``MessageComplete``.
         """
+        from agcore_sync.llm.events import MessageComplete
+
         events = self.open_stream(request, sleep)
         try:
             for event in events:

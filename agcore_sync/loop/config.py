@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional, Union
 import attrs
 
 from agcore_sync import _check
+from agcore_sync._values import value_methods
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.llm.types import check_thinking
 from agcore_sync.loop.limits import UsageLimits
@@ -66,6 +67,7 @@ def _usage_limits(_: Any, attribute: Any, value: Any) -> None:
 
 
 @attrs.frozen
+@value_methods
 class CycleConfig:
     """Settings of an :class:`LlmCycle` (change with ``attrs.evolve``).
 

@@ -11,18 +11,19 @@ starts them and keeps what they return. This module does no I/O of its own.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Union
 
 from agcore_sync.llm.errors import OutputRefusedError
-from agcore_sync.llm.events import MessageComplete, StreamEvent
-from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageResponse
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop.config import DEFAULT_MAX_TOOL_TURNS, CycleConfig  # noqa: F401 - re-exported
 from agcore_sync.loop.tool_loop import ToolLoop
-from agcore_sync.loop.tool_stream import ToolLoopStream
 from agcore_sync.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:  # pragma: no cover - the streaming modules load with the first stream
+    from agcore_sync.llm.events import StreamEvent
+    from agcore_sync.loop.tool_stream import ToolLoopStream
 
 # CycleConfig is defined in loop/config.py (below the loops, which read it)
 # and stays importable from here, where DESIGN.md places it.
@@ -108,6 +109,9 @@ class LlmCycle(Conversation):
         return self._submit_stream(_user(prompt), plan)
 
     def _submit_stream(self, user: Message, plan: Optional[OutputPlan]) -> Iterator[StreamEvent]:
+        from agcore_sync.llm.events import MessageComplete
+        from agcore_sync.llm.partial import PartialMessageResponse
+
         new: List[Message] = [user]
         attempt = 0
         while True:
@@ -173,6 +177,8 @@ class LlmCycle(Conversation):
         Raises:
             TypeError, ValueError: ``output`` is not a usable schema (no thread starts).
         """
+        from agcore_sync.loop.tool_stream import ToolLoopStream  # the streaming loop loads with its first use
+
         return ToolLoopStream(self, registry, prompt, max_buffered_events=max_buffered_events,
                               output=OutputPlan.of(output, self.config))
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import attrs
 
 from agcore_sync import _instrument
+from agcore_sync._values import value_methods
 from agcore_sync.errors import AgcoreError
 from agcore_sync.llm.cost import Pricing, PricingArg, find_pricing
 from agcore_sync.llm.types import Usage
@@ -40,6 +41,7 @@ def _optional_limit(instance: Any, attribute: attrs.Attribute, value: Any) -> No
 
 
 @attrs.frozen(kw_only=True)
+@value_methods
 class UsageLimits:
     """A budget for a turn (``CycleConfig.usage_limits``) or a session (``AgentSession(usage_limits=...)``).
 
@@ -78,6 +80,7 @@ class UsageLimits:
 
 
 @attrs.frozen(kw_only=True)
+@value_methods
 class RunUsage:
     """What a turn or a session has used; ``a + b`` adds two.
 

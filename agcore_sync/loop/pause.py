@@ -16,12 +16,15 @@ saves a paused turn.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import attrs
 
-from agcore_sync.llm.events import ToolApprovalRequest
+from agcore_sync._values import as_tuple, value_methods
 from agcore_sync.llm.types import Message, MessageResponse, Usage
+
+if TYPE_CHECKING:  # pragma: no cover - the stream events load when a turn first pauses or is restored
+    from agcore_sync.llm.events import ToolApprovalRequest
 
 __all__ = ["PausedTurn"]
 
@@ -31,6 +34,7 @@ def _usage_pairs(value: Any) -> Tuple[Tuple[Usage, Optional[str]], ...]:
 
 
 @attrs.frozen(kw_only=True)
+@value_methods
 class PausedTurn:
     """A tool loop's turn, stopped until its pending calls are decided.
 
@@ -51,10 +55,10 @@ class PausedTurn:
     .. versionadded:: 0.2
     """
 
-    messages: Tuple[Message, ...] = attrs.field(converter=tuple)
+    messages: Tuple[Message, ...] = attrs.field(converter=as_tuple)
     assistant: Message
-    results: Tuple[Message, ...] = attrs.field(converter=tuple)
-    requests: Tuple[ToolApprovalRequest, ...] = attrs.field(converter=tuple)
+    results: Tuple[Message, ...] = attrs.field(converter=as_tuple)
+    requests: Tuple[ToolApprovalRequest, ...] = attrs.field(converter=as_tuple)
     provider_calls: int
     usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(converter=_usage_pairs)
     final_response: MessageResponse
@@ -92,6 +96,8 @@ class PausedTurn:
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> PausedTurn:
         """Build a paused turn from ``to_dict()`` output."""
+        from agcore_sync.llm.events import ToolApprovalRequest
+
         guard = data.get("guard") or {}
         last = guard.get("last")
         return cls(

@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 import attrs
 
 from agcore_sync import _instrument
+from agcore_sync._values import value_methods
 from agcore_sync.llm._docstring import parse_docstring
 from agcore_sync.llm._schema_from_type import SchemaBuilder, with_details
 from agcore_sync.tools.base import BaseTool
@@ -158,6 +159,7 @@ class FunctionTool(BaseTool):
 
 
 @attrs.frozen
+@value_methods
 class _Plan:
     """How to call one function: its schema, converters and positional-only parameters."""
 

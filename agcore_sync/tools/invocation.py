@@ -11,15 +11,21 @@ from typing import Any, Optional, Protocol, Tuple, Union
 
 import attrs
 
-from agcore_sync.llm.media import ImageBlock
+from agcore_sync._values import value_methods
 from agcore_sync.llm.types import ContentBlock, TextBlock
 from agcore_sync.tools.error import ToolExecutionError
 from agcore_sync.tools.result_json import result_text
 
 __all__ = ["ToolInvocation", "CompletionCallback"]
 
+#: The block types a tool may return as its result, by tag: text and image
+#: (an ``ImageBlock`` is told by its tag, so a program without images never
+#: loads :mod:`agcore_sync.llm.media`).
+_RESULT_BLOCK_TAGS = ("text", "image")
+
 
 @attrs.frozen
+@value_methods
 class ToolInvocation:
     """The record of one tool call: what was asked and what came of it.
 
@@ -110,11 +116,15 @@ class ToolInvocation:
 
 def _as_blocks(output: Any) -> Optional[Tuple[ContentBlock, ...]]:
     """Return ``output`` as tool-result blocks if it is a ``TextBlock`` / ``ImageBlock`` or a non-empty list of them."""
-    if isinstance(output, (TextBlock, ImageBlock)):
+    if _is_result_block(output):
         return (output,)
-    if isinstance(output, (list, tuple)) and output and all(isinstance(b, (TextBlock, ImageBlock)) for b in output):
+    if isinstance(output, (list, tuple)) and output and all(_is_result_block(b) for b in output):
         return tuple(output)
     return None
+
+
+def _is_result_block(value: Any) -> bool:
+    return isinstance(value, ContentBlock) and value.type in _RESULT_BLOCK_TAGS
 
 
 def _result_text(tool_name: str, output: Any) -> str:

@@ -23,6 +23,7 @@ from typing import ClassVar, FrozenSet, Iterable, Optional, Union
 
 import attrs
 
+from agcore_sync._values import value_methods
 from agcore_sync.tools.error import PermissionDeniedError
 
 __all__ = ["Permission", "PermissionConfig", "PermissionChecker"]
@@ -134,6 +135,7 @@ def _permission_set(values: Union[PermissionLike, Iterable[PermissionLike]]) -> 
 
 
 @attrs.frozen
+@value_methods
 class PermissionConfig:
     """Which permissions tools may use.
 
@@ -173,6 +175,7 @@ class PermissionConfig:
 
 
 @attrs.frozen
+@value_methods
 class PermissionChecker:
     """Decides whether a tool may run, from the permissions it declares.
 
