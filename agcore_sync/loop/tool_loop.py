@@ -22,34 +22,27 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple, Union
 
 import attrs
 
 from agcore_sync import _instrument
+from agcore_sync._values import as_tuple, value_methods
 from agcore_sync.hooks import Approve, Decision, Defer, Deny, HookEvent
 from agcore_sync.llm.errors import LlmError, MaxToolTurnsExceeded, OutputRefusedError
-from agcore_sync.llm.events import (
-    ApprovalRequired,
-    CostUpdate,
-    MessageComplete,
-    MessageStart,
-    StreamEvent,
-    ToolApprovalRequest,
-    ToolExecutionCompleted,
-    ToolExecutionStarted,
-)
-from agcore_sync.llm.partial import PartialMessageResponse
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._driver import Drive, ToolBatch
 from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8
 from agcore_sync.loop.limits import RunUsage, TurnAccount
-from agcore_sync.loop.pause import PausedTurn
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:  # loaded by the first streamed or paused turn: a plain run needs neither
+    from agcore_sync.llm.events import StreamEvent, ToolExecutionCompleted
+    from agcore_sync.loop.pause import PausedTurn
 
 __all__ = ["ToolLoop", "TurnRecord", "SUMMARY_CHARS"]
 
@@ -75,6 +68,7 @@ def _arguments_json(call: ToolUseBlock) -> str:
 
 
 @attrs.frozen(kw_only=True)
+@value_methods
 class TurnRecord:
     """What one run of the tool loop leaves behind: the turn's result, as a value.
 
@@ -93,9 +87,9 @@ class TurnRecord:
         usage: what the turn used (requests, tool calls, tokens, cost), across pauses.
     """
 
-    new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=tuple)
-    usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(default=(), converter=tuple)
-    responses: Tuple[MessageResponse, ...] = attrs.field(default=(), converter=tuple)
+    new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=as_tuple)
+    usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(default=(), converter=as_tuple)
+    responses: Tuple[MessageResponse, ...] = attrs.field(default=(), converter=as_tuple)
     final_response: Optional[MessageResponse] = None
     paused: Optional[PausedTurn] = None
     usage: RunUsage = RunUsage()
@@ -143,6 +137,12 @@ class ToolLoop:
         self.output = output
         self.registry = registry
         self.emit = emit
+        # The stream events load with the first streamed turn; a plain run never needs them.
+        self._events: Any = None
+        if emit is not None:
+            from agcore_sync.llm import events
+
+            self._events = events
         self.cancel = cancel if cancel is not None else threading.Event()
         self.new_messages: List[Message] = []
         self.usage_by_model: List[Tuple[Usage, Optional[str]]] = []
@@ -261,6 +261,9 @@ class ToolLoop:
         """If some calls of the round wait for approval, pause the turn and return True."""
         if all(result is not None for result in results):
             return False
+        from agcore_sync.llm.events import ApprovalRequired, ToolApprovalRequest
+        from agcore_sync.loop.pause import PausedTurn
+
         calls = response.message.tool_uses
         requests = tuple(ToolApprovalRequest(call.id, call.name, call.input if isinstance(call.input, dict) else {})
                          for call, result in zip(calls, results) if result is None)
@@ -306,6 +309,8 @@ class ToolLoop:
         # The hot path of a stream: per event only flag and type checks and
         # the hand-off. The response comes whole with MessageComplete; the
         # events are kept to rebuild it for a provider that sends none.
+        kinds = self._events
+        CostUpdate, MessageComplete, MessageStart = kinds.CostUpdate, kinds.MessageComplete, kinds.MessageStart
         events = self.cycle.open_stream(request, sleep=self.cancel.wait)
         seen: List[StreamEvent] = []
         keep, emit, cancelled = seen.append, self.emit, self.cancel.is_set
@@ -336,6 +341,8 @@ class ToolLoop:
                 close()  # closes the HTTP response, also on cancel
         if complete is not None:
             return complete, error
+        from agcore_sync.llm.partial import PartialMessageResponse
+
         partial = PartialMessageResponse()
         for event in seen:
             partial.apply(event)
@@ -359,6 +366,8 @@ class ToolLoop:
         emit = self.emit
         active = [i for i, call in enumerate(calls) if call.id not in settled]
         if emit is not None:
+            kinds = self._events
+            ToolExecutionStarted, ToolExecutionCompleted = kinds.ToolExecutionStarted, kinds.ToolExecutionCompleted
             for i in active:
                 emit(ToolExecutionStarted(calls[i].name, calls[i].id, _arguments_json(calls[i])))
         outcomes: List[Optional[ToolInvocation]] = [None] * len(calls)
@@ -463,6 +472,6 @@ class ToolLoop:
 
     def _completed_event(self, invocation: ToolInvocation) -> ToolExecutionCompleted:
         text = cut_utf8(invocation.content(), self.cycle.config.max_tool_result_bytes)
-        return ToolExecutionCompleted(invocation.tool_name, invocation.tool_call_id or "",
-                                      text[:SUMMARY_CHARS], not invocation.ok, invocation.duration_s)
+        return self._events.ToolExecutionCompleted(invocation.tool_name, invocation.tool_call_id or "",
+                                                   text[:SUMMARY_CHARS], not invocation.ok, invocation.duration_s)
 

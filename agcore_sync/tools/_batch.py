@@ -11,14 +11,15 @@ wins, so ``on_complete`` hears of each call once, before the batch returns.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import CancelledError, Future
-from concurrent.futures import TimeoutError as FuturesTimeoutError
 from time import perf_counter
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from agcore_sync import _instrument
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolTimeoutError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["Batch", "Call", "collect", "overdue_error"]
 
@@ -64,6 +65,10 @@ def collect(batch: Batch, pending: Sequence[Tuple[Call, Future]], deadline: Opti
     """
     if not pending:
         return
+    # Loaded with the pool that made the futures: a lone inline call never needs it.
+    from concurrent.futures import CancelledError
+    from concurrent.futures import TimeoutError as FuturesTimeoutError
+
     for _, future in pending:
         # One future at a time: cheaper than concurrent.futures.wait, same deadline.
         try:

@@ -25,22 +25,25 @@ import functools
 import os
 import sys
 import threading
-from concurrent.futures import Future, wait
 from time import perf_counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from agcore_sync import _check, _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
 from agcore_sync.tools._batch import Batch, Call, collect, overdue_error
 from agcore_sync.tools._entry import Entry, closed_error, unpack
-from agcore_sync.tools._pool import DaemonPool
 from agcore_sync.tools._timer import Deadlines
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
 from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
 from agcore_sync.tools.permission import PermissionChecker
 from agcore_sync.tools.result_json import result_text
+
+if TYPE_CHECKING:  # the pools (and concurrent.futures) load when first needed
+    from concurrent.futures import Future
+
+    from agcore_sync.tools._pool import DaemonPool
 
 __all__ = [
     "ToolInvocation",
@@ -338,6 +341,8 @@ class ToolRegistry:
             if self._closed:
                 raise closed_error()
             if self._drivers is None:
+                from agcore_sync.tools._pool import DaemonPool
+
                 self._drivers = DaemonPool(sys.maxsize, name="agcore-loop")
             future = self._drivers.submit(work)
         future.add_done_callback(lambda done: on_dropped() if done.cancelled() else None)
@@ -383,6 +388,8 @@ class ToolRegistry:
         if executor is None:
             return
         executor.shutdown(wait=False, cancel_futures=True)
+        from concurrent.futures import wait  # loaded with the pool
+
         _, stuck = wait(running, timeout=CLOSE_TIMEOUT_SECS)
         if stuck:
             logger.warning(
@@ -470,6 +477,8 @@ class ToolRegistry:
             if self._closed:
                 raise closed_error()
             if self._executor is None:
+                from agcore_sync.tools._pool import DaemonPool
+
                 self._executor = DaemonPool(self._max_workers)
             for call in calls:
                 future = self._executor.submit(self._run_in_batch, batch, *call)
