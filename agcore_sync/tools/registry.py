@@ -379,18 +379,15 @@ class ToolRegistry:
             drivers, self._drivers = self._drivers, None
             deadlines = self._deadlines
             running = dict(self._running)
-        if drivers is not None:
-            # A turn still running ends at its next tool call (the registry is closed).
-            drivers.shutdown(wait=True, cancel_futures=True, timeout=CLOSE_TIMEOUT_SECS)
-        if deadlines is not None:
-            # Returns at once unless a watched tool runs: its deadline still fires.
-            deadlines.stop(CLOSE_TIMEOUT_SECS)
-        if executor is None:
-            return
-        executor.shutdown(wait=False, cancel_futures=True)
-        from concurrent.futures import wait  # loaded with the pool
+        end = perf_counter() + CLOSE_TIMEOUT_SECS  # one bound for every wait below
+        for pool in (executor, drivers):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        stuck: Any = ()
+        if running:
+            from concurrent.futures import wait  # loaded with the pool
 
-        _, stuck = wait(running, timeout=CLOSE_TIMEOUT_SECS)
+            _, stuck = wait(running, timeout=CLOSE_TIMEOUT_SECS)
         if stuck:
             logger.warning(
                 "ToolRegistry.close(): %d tool call(s) still running after %.1f s, abandoned: %s",
@@ -398,8 +395,14 @@ class ToolRegistry:
                 CLOSE_TIMEOUT_SECS,
                 ", ".join(sorted(running[f] for f in stuck)),
             )
-            return
-        executor.shutdown(wait=True, timeout=CLOSE_TIMEOUT_SECS)  # nothing runs: the workers are only exiting
+        elif executor is not None:
+            executor.shutdown(wait=True, timeout=max(0.0, end - perf_counter()))  # the workers are only exiting
+        if drivers is not None:
+            # A turn still running ends at its next tool call (the registry is closed).
+            drivers.shutdown(wait=True, timeout=max(0.0, end - perf_counter()))
+        if deadlines is not None:
+            # Returns at once unless a watched tool runs: its deadline still fires.
+            deadlines.stop(max(0.0, end - perf_counter()))
 
     def __enter__(self) -> ToolRegistry:
         return self
