@@ -71,11 +71,9 @@ class Drive:
             that ended the steps (None: read :meth:`outcome` after
             :attr:`ended`).
         hand_off: the thread calling :meth:`go` waits for the end instead
-            of running a watched tool (a sync caller); False for a thread
-            of the library's own (a stream's worker).
-        name: the prefix of the threads the Drive starts itself (a stream's
-            worker, or a thread that goes on after a timeout when the
-            registry cannot give one).
+            of running a watched tool (a sync caller, whose turn goes on in
+            the registry's ``agcore-loop-<n>`` threads); False for a thread
+            of the library's own (a stream's worker, ``agcore-stream-<n>``).
 
     Attributes:
         thread: the thread driving now, or the last one; None before any.
@@ -83,13 +81,15 @@ class Drive:
     """
 
     def __init__(self, steps: Steps, registry: ToolRegistry, *, finish: Optional[Finish] = None,
-                 hand_off: bool = False, name: str = "agcore-stream") -> None:
+                 hand_off: bool = False) -> None:
         self._steps = steps
         self._registry = registry
         self._finish = finish
+        # True while the driving thread is a sync caller (it must not run a watched tool).
         self._hand_off = hand_off
-        self._name = name
-        self._pooled = hand_off  # a sync turn: its threads come from the registry, kept for the next turn
+        # A sync turn: its threads come from the registry, kept for the next turn.
+        self._pooled = hand_off
+        self._name = "agcore-loop" if hand_off else "agcore-stream"
         self._context = contextvars.copy_context()
         self._result: Any = None
         self._error: Optional[BaseException] = None

@@ -5,9 +5,9 @@ up the tool, check its permissions, validate the arguments against its JSON
 Schema, run it, check that its result is JSON-serialisable. A call that is
 denied or has invalid arguments never reaches ``execute``.
 
-This module does no I/O. The registry owns one thread pool and one deadline
-thread, each created on first need; see :class:`ToolRegistry` for their
-lifecycle. The record of a call,
+This module does no I/O. The registry owns two thread pools (its tools',
+the turns') and one deadline thread, each created on first need; see
+:class:`ToolRegistry` for their lifecycle. The record of a call,
 :class:`~agcore_sync.tools.invocation.ToolInvocation`, lives in
 :mod:`agcore_sync.tools.invocation`; how a batch's calls are settled, in
 ``tools/_batch.py``.
@@ -287,7 +287,7 @@ class ToolRegistry:
     def _invoke_watched(
         self,
         calls: Iterable[ToolCall],
-        timeout: Optional[float],
+        timeout: float,
         *,
         on_complete: Optional[CompletionCallback],
         on_overdue: Callable[[Callable[[], List[ToolInvocation]]], None],
@@ -302,8 +302,6 @@ class ToolRegistry:
         has just returned); this method then returns None once the tool does
         return. Otherwise it returns the results, like :meth:`invoke_all`.
         """
-        if timeout is None:
-            return self.invoke_all(calls, None, on_complete=on_complete)
         deadline = perf_counter() + timeout
         batch, runnable = self._batch(calls, on_complete)
         if len(runnable) != 1:
@@ -320,9 +318,10 @@ class ToolRegistry:
                 raise closed_error()
             if self._deadlines is None:
                 self._deadlines = Deadlines()
-            watch = self._deadlines.arm(deadline, functools.partial(on_overdue, settle))
+            deadlines = self._deadlines
+            watch = deadlines.arm(deadline, functools.partial(on_overdue, settle))
         contextvars.copy_context().run(self._run_in_batch, batch, *call)
-        if self._deadlines.disarm(watch):
+        if deadlines.disarm(watch):
             return batch.results  # type: ignore[return-value]
         return None
 
