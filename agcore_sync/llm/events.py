@@ -230,7 +230,12 @@ class ToolExecutionCompleted(StreamEvent):
     """A tool has returned (tool loops only).
 
     ``result_summary`` is at most the first 200 characters of the text sent
-    to the model.
+    to the model; ``output`` is all of that text (within the tool-result cut,
+    ``CycleConfig.max_tool_result_bytes``), for a UI that shows the result
+    whole.
+
+    .. versionchanged:: 0.3
+       ``output``.
     """
 
     tool_name: str
@@ -238,6 +243,7 @@ class ToolExecutionCompleted(StreamEvent):
     result_summary: str
     is_error: bool
     duration_s: float
+    output: str = attrs.field(default="", kw_only=True)
 
 
 @attrs.frozen

@@ -67,6 +67,12 @@ def _arguments_json(call: ToolUseBlock) -> str:
     return json.dumps(call.input, ensure_ascii=False)
 
 
+def _not_run(event_class: Any, call: ToolUseBlock, reason: BaseException) -> ToolExecutionCompleted:
+    """The Completed event of a call that never ran because ``reason`` ended its round."""
+    text = f"not run: {reason}"
+    return event_class(call.name, call.id, text[:SUMMARY_CHARS], True, 0.0, output=text)
+
+
 @attrs.frozen(kw_only=True)
 @value_methods
 class TurnRecord:
@@ -391,8 +397,7 @@ class ToolLoop:
             if emit is not None:
                 for i in active:
                     if outcomes[i] is None:
-                        emit(ToolExecutionCompleted(calls[i].name, calls[i].id, f"not run: {exc}"[:SUMMARY_CHARS],
-                                                    True, 0.0))
+                        emit(_not_run(ToolExecutionCompleted, calls[i], exc))
             raise
         if to_run:
             self._check_cancel()
@@ -425,8 +430,7 @@ class ToolLoop:
             if inv is not None and inv.error is not None and not inv.error.recoverable:
                 if emit is not None:  # the waiting calls' Started get their Completed before the Error
                     for i in waiting:
-                        emit(ToolExecutionCompleted(calls[i].name, calls[i].id,
-                                                    f"not run: {inv.error}"[:SUMMARY_CHARS], True, 0.0))
+                        emit(_not_run(ToolExecutionCompleted, calls[i], inv.error))
                 raise inv.error
         return results
 
@@ -473,5 +477,6 @@ class ToolLoop:
     def _completed_event(self, invocation: ToolInvocation) -> ToolExecutionCompleted:
         text = cut_utf8(invocation.content(), self.cycle.config.max_tool_result_bytes)
         return self._events.ToolExecutionCompleted(invocation.tool_name, invocation.tool_call_id or "",
-                                                   text[:SUMMARY_CHARS], not invocation.ok, invocation.duration_s)
+                                                   text[:SUMMARY_CHARS], not invocation.ok, invocation.duration_s,
+                                                   output=text)
 
