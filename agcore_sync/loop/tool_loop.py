@@ -68,7 +68,7 @@ def _arguments_json(call: ToolUseBlock) -> str:
 
 
 def _not_run(event_class: Any, call: ToolUseBlock, reason: BaseException) -> ToolExecutionCompleted:
-    """The Completed event of a call that never ran because ``reason`` ended its round."""
+    """Return the Completed event of a call that never ran because ``reason`` ended its round."""
     text = f"not run: {reason}"
     return event_class(call.name, call.id, text[:SUMMARY_CHARS], True, 0.0, output=text)
 

@@ -15,7 +15,9 @@ import { HttpAgent } from "@ag-ui/client";
 const [mode, url, body, previous] = process.argv.slice(2);
 
 async function aiSdk() {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
+  // UI_CLIENT_HEADERS: extra request headers as JSON (a CSRF token, a cookie).
+  const extra = JSON.parse(process.env.UI_CLIENT_HEADERS || "{}");
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...extra }, body });
   const headers = Object.fromEntries(response.headers.entries());
   const chunks = [];
   const invalid = [];

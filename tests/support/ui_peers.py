@@ -11,6 +11,7 @@ the ``ai`` package's parser and message builder, or ``@ag-ui/client``'s
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -47,12 +48,18 @@ def _node() -> str:
     return node
 
 
-def ui_client(mode: str, url: str, body: Any, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Run the protocol's own client against ``url``; return what it made of the stream."""
+def ui_client(mode: str, url: str, body: Any, previous: Optional[Dict[str, Any]] = None, *,
+              headers: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Run the protocol's own client against ``url``; return what it made of the stream.
+
+    ``headers`` go with the AI SDK request (a CSRF token and its cookie).
+    """
     args = [_node(), str(CLIENT), mode, url, json.dumps(body)]
     if previous is not None:
         args.append(json.dumps(previous))
-    done = subprocess.run(args, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, cwd=str(NODE_DIR))
+    env = {name: value for name, value in os.environ.items() if not name.endswith("_API_KEY")}
+    env["UI_CLIENT_HEADERS"] = json.dumps(headers or {})
+    done = subprocess.run(args, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, cwd=str(NODE_DIR), env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
