@@ -52,8 +52,8 @@ def to_ag_ui(events: Iterable[Any], *, thread_id: str, run_id: str) -> FrameStre
 class _AgUiStream(FrameStream):
     """The AG-UI encoder: one provider round is one assistant message."""
 
-    __slots__ = ("_thread_id", "_run_id", "_round", "_message_id", "_texts", "_blocks", "_tools", "_interrupts",
-                 "_usage", "_output", "_failed", "_handlers")
+    __slots__ = ("_thread_id", "_run_id", "_round", "_message_id", "_texts", "_blocks", "_open", "_tools",
+                 "_interrupts", "_usage", "_output", "_failed", "_handlers")
 
     def __init__(self, events: Iterable[Any], thread_id: str, run_id: str) -> None:
         if not isinstance(thread_id, str) or not isinstance(run_id, str):
@@ -65,6 +65,7 @@ class _AgUiStream(FrameStream):
         self._message_id = f"{run_id}-0"
         self._texts = 0  # text blocks of this round so far
         self._blocks: Dict[int, Any] = {}  # open block index -> (kind, id)
+        self._open: Dict[str, str] = {}  # kind -> the id of the latest open block of that kind
         self._tools: Dict[str, bool] = {}  # tool call id -> its START was sent
         self._interrupts: List[Dict[str, Any]] = []
         self._usage: Dict[str, int] = {}
@@ -124,11 +125,11 @@ class _AgUiStream(FrameStream):
             # One assistant message per round: a second text block of a round gets its own id.
             self._texts += 1
             text_id = self._message_id if self._texts == 1 else f"{self._message_id}-{self._texts}"
-            self._blocks[event.index] = ("text", text_id)
+            self._opened(event.index, "text", text_id)
             return [{"type": "TEXT_MESSAGE_START", "messageId": text_id, "role": "assistant"}]
         if kind == "thinking" and event.redacted_data is None:
             reasoning_id = f"{self._message_id}-reasoning-{event.index}"
-            self._blocks[event.index] = ("reasoning", reasoning_id)
+            self._opened(event.index, "reasoning", reasoning_id)
             return [{"type": "REASONING_START", "messageId": reasoning_id},
                     {"type": "REASONING_MESSAGE_START", "messageId": reasoning_id, "role": "reasoning"}]
         if kind == "tool_use" and event.tool_call_id:
@@ -137,20 +138,21 @@ class _AgUiStream(FrameStream):
                      "toolCallName": event.tool_name or "", "parentMessageId": self._message_id}]
         return []
 
-    def _blocks_of(self, kind: str) -> List[str]:
-        return [block_id for block_kind, block_id in self._blocks.values() if block_kind == kind]
+    def _opened(self, index: int, kind: str, block_id: str) -> None:
+        self._blocks[index] = (kind, block_id)
+        self._open[kind] = block_id  # deltas name no index: they go to the latest open block of their kind
 
     def _text_delta(self, event: Any) -> List[Dict[str, Any]]:
-        open_ids = self._blocks_of("text")
-        if not open_ids or not event.text:
+        open_id = self._open.get("text")
+        if open_id is None or not event.text:
             return []
-        return [{"type": "TEXT_MESSAGE_CONTENT", "messageId": open_ids[-1], "delta": event.text}]
+        return [{"type": "TEXT_MESSAGE_CONTENT", "messageId": open_id, "delta": event.text}]
 
     def _thinking_delta(self, event: Any) -> List[Dict[str, Any]]:
-        open_ids = self._blocks_of("reasoning")
-        if not open_ids or not event.text:  # signatures never reach a UI
+        open_id = self._open.get("reasoning")
+        if open_id is None or not event.text:  # signatures never reach a UI
             return []
-        return [{"type": "REASONING_MESSAGE_CONTENT", "messageId": open_ids[-1], "delta": event.text}]
+        return [{"type": "REASONING_MESSAGE_CONTENT", "messageId": open_id, "delta": event.text}]
 
     def _arguments_delta(self, event: Any) -> List[Dict[str, Any]]:
         if not self._tools.get(event.tool_call_id) or not event.delta:
@@ -171,13 +173,18 @@ class _AgUiStream(FrameStream):
 
     def _block_end(self, event: Any) -> List[Dict[str, Any]]:
         opened = self._blocks.pop(event.index, None)
-        return [] if opened is None else _end_events(*opened)
+        if opened is None:
+            return []
+        if self._open.get(opened[0]) == opened[1]:
+            del self._open[opened[0]]
+        return _end_events(*opened)
 
     def _close_blocks(self) -> List[Dict[str, Any]]:
         events: List[Dict[str, Any]] = []
         for kind, block_id in self._blocks.values():
             events.extend(_end_events(kind, block_id))
         self._blocks.clear()
+        self._open.clear()
         return events
 
     def _cost_update(self, event: Any) -> List[Dict[str, Any]]:

@@ -71,13 +71,14 @@ def to_ai_sdk(events: Iterable[Any], *, message_id: Optional[str] = None) -> Fra
 class _AiSdkStream(FrameStream):
     """The AI SDK encoder: one provider round is one step."""
 
-    __slots__ = ("_message_id", "_blocks", "_counter", "_in_step", "_stop", "_usage", "_cost", "_inputs",
+    __slots__ = ("_message_id", "_blocks", "_open", "_counter", "_in_step", "_stop", "_usage", "_cost", "_inputs",
                  "_handlers")
 
     def __init__(self, events: Iterable[Any], message_id: Optional[str]) -> None:
         super().__init__(events)
         self._message_id = message_id
         self._blocks: Dict[int, Any] = {}  # open block index -> (kind, part id)
+        self._open: Dict[str, str] = {}  # kind -> the id of the latest open part of that kind
         self._counter = 0
         self._in_step = False
         self._stop = "stop"
@@ -129,13 +130,13 @@ class _AiSdkStream(FrameStream):
         kind = event.block_type
         if kind == "text":
             part_id = self._next_id("text")
-            self._blocks[event.index] = ("text", part_id)
+            self._opened(event.index, "text", part_id)
             return [{"type": "text-start", "id": part_id}]
         if kind == "thinking":
             if event.redacted_data is not None:  # nothing a person can read
                 return []
             part_id = self._next_id("reasoning")
-            self._blocks[event.index] = ("reasoning", part_id)
+            self._opened(event.index, "reasoning", part_id)
             return [{"type": "reasoning-start", "id": part_id}]
         if kind == "tool_use" and event.tool_call_id:
             self._blocks[event.index] = ("tool", event.tool_call_id)
@@ -143,19 +144,16 @@ class _AiSdkStream(FrameStream):
             return [{"type": "tool-input-start", "toolCallId": event.tool_call_id, "toolName": event.tool_name}]
         return []
 
-    def _open(self, kind: str) -> Optional[str]:
-        # Text and thinking deltas name no index: they belong to the open block of their kind.
-        for open_kind, part_id in self._blocks.values():
-            if open_kind == kind:
-                return part_id
-        return None
+    def _opened(self, index: int, kind: str, part_id: str) -> None:
+        self._blocks[index] = (kind, part_id)
+        self._open[kind] = part_id  # deltas name no index: they go to the latest open block of their kind
 
     def _text_delta(self, event: Any) -> List[Dict[str, Any]]:
-        part_id = self._open("text")
+        part_id = self._open.get("text")
         return [{"type": "text-delta", "id": part_id, "delta": event.text}] if part_id and event.text else []
 
     def _thinking_delta(self, event: Any) -> List[Dict[str, Any]]:
-        part_id = self._open("reasoning")  # a signature alone (no text) is never sent
+        part_id = self._open.get("reasoning")  # a signature alone (no text) is never sent
         return [{"type": "reasoning-delta", "id": part_id, "delta": event.text}] if part_id and event.text else []
 
     def _arguments_delta(self, event: Any) -> List[Dict[str, Any]]:
@@ -186,12 +184,15 @@ class _AiSdkStream(FrameStream):
         if opened is None or opened[0] == "tool":
             return []
         kind, part_id = opened
+        if self._open.get(kind) == part_id:
+            del self._open[kind]
         return [{"type": f"{kind}-end", "id": part_id}]
 
     def _close_blocks(self) -> List[Dict[str, Any]]:
         chunks = [{"type": f"{kind}-end", "id": part_id}
                   for kind, part_id in self._blocks.values() if kind != "tool"]
         self._blocks.clear()
+        self._open.clear()
         return chunks
 
     def _close_step(self) -> List[Dict[str, Any]]:

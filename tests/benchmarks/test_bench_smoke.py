@@ -99,3 +99,8 @@ def test_bench_import_prints_the_first_use_row_and_the_importtime_top(tmp_path):
     rows = body[:body.index(next(line for line in body if line.startswith("=")))]
     assert len(rows) == 5
     assert any(line.startswith("self time by top-level package: ") for line in lines)
+
+
+def test_bench_ui_encodes_a_small_turn_with_both_adapters_and_prints_its_table():
+    out = run_benchmark("bench_ui.py", "--events", "200", "--runs", "2")
+    assert "AI SDK" in out and "AG-UI" in out and "adapter cost on top" in out

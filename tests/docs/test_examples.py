@@ -12,7 +12,7 @@ from tests.support.redis_server import SKIP_REASON, RedisServer, redis_server_pa
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 # Modules that define an app for a server rather than run as scripts; tested elsewhere.
-NOT_SCRIPTS = {"flask_app.py", "mcp_oauth_flask.py"}
+NOT_SCRIPTS = {"flask_app.py", "mcp_oauth_flask.py", "ag_ui_flask.py"}
 # Scripts that need an optional test dependency: file name -> the module they need.
 NEEDS = {
     "mcp_stdio.py": "mcp",  # they start tests/mcp_servers/sdk_server.py (the MCP Python SDK, Python >= 3.10)
