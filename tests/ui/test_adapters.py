@@ -241,3 +241,15 @@ def test_ui_request_errors_pickle():
 
     error = pickle.loads(pickle.dumps(UiRequestError("messages[0]", "must be a UIMessage object")))
     assert error.field == "messages[0]" and str(error) == "messages[0]: must be a UIMessage object"
+
+
+def test_structured_output_reaches_the_ai_sdk_as_a_data_part_and_ag_ui_as_the_run_result():
+    from agcore_sync.llm.events import MessageComplete
+    from agcore_sync.llm.types import Message, MessageResponse, StopReason
+
+    response = MessageResponse("r", "m", Message.assistant('{"city": "Paris"}'), StopReason.STOP,
+                               output={"city": "Paris"})
+    ai = _chunks(to_ai_sdk([MessageComplete(response)]))
+    assert {"type": "data-output", "data": {"city": "Paris"}} in ai
+    ag = _chunks(to_ag_ui([MessageComplete(response)], thread_id="t", run_id="r"))
+    assert ag[-1]["result"] == {"city": "Paris"} and ag[-1]["outcome"] == {"type": "success"}
