@@ -16,6 +16,9 @@ from agcore_sync.agent.errors import SessionConflictError, SessionStoreError
 __all__ = [
     "check_session_id",
     "check_ttl",
+    "check_lease_ttl",
+    "MIN_LEASE_TTL",
+    "MAX_LEASE_TTL",
     "check_expected_version",
     "encode_data",
     "decode_data",
@@ -38,6 +41,23 @@ def check_ttl(ttl: Any, name: str, *, optional: bool = False) -> Optional[float]
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
         raise ValueError(f"{name} must be a positive number of seconds, not {ttl!r}")
+    return float(ttl)
+
+
+#: The shortest lease ``ttl`` (seconds): its renewal thread wakes every
+#: ``ttl / 3``, so a shorter one would spin and lapse under any load.
+MIN_LEASE_TTL = 0.5
+
+#: The longest lease ``ttl`` (seconds, one day): a longer one overflows the
+#: renewal thread's wait and keeps a dead holder's session blocked for days.
+MAX_LEASE_TTL = 86_400.0
+
+
+def check_lease_ttl(ttl: Any, name: str = "ttl") -> float:
+    """Return a lease ``ttl`` as a float if it is a number from 0.5 to 86,400 seconds; else raise ValueError."""
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not MIN_LEASE_TTL <= ttl <= MAX_LEASE_TTL:
+        raise ValueError(f"{name} must be a number of seconds from {MIN_LEASE_TTL:g} to {MAX_LEASE_TTL:,.0f}, "
+                         f"not {ttl!r}")
     return float(ttl)
 
 

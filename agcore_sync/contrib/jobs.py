@@ -51,6 +51,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional, Union
 
 from agcore_sync import _instrument
+from agcore_sync.agent._store_support import check_lease_ttl
 from agcore_sync.agent.errors import SessionNotFoundError, SessionStoreError
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.agent.store import SessionStore
@@ -149,7 +150,8 @@ class TurnRunner:
 
     Raises:
         TypeError: an argument of the wrong type.
-        ValueError: ``lease_ttl`` is not a positive number.
+        ValueError: ``lease_ttl`` is not a number of seconds from 0.5 to 86,400
+            (the bounds of :meth:`SessionStore.lease <agcore_sync.agent.store.SessionStore.lease>`).
 
     .. versionadded:: 0.2
     """
@@ -166,8 +168,7 @@ class TurnRunner:
             if not callable(factory) and not (optional and factory is None):
                 raise TypeError(f"TurnRunner: {name} must be a function returning a new object, "
                                 f"not {type(factory).__name__}")
-        if isinstance(lease_ttl, bool) or not isinstance(lease_ttl, (int, float)) or not 0 < lease_ttl < float("inf"):
-            raise ValueError(f"TurnRunner: lease_ttl must be a positive number of seconds, not {lease_ttl!r}")
+        lease_ttl = check_lease_ttl(lease_ttl, "TurnRunner: lease_ttl")
         #: The session store.
         self.store = store
         #: The event relay.

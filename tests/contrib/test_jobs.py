@@ -353,8 +353,8 @@ def test_a_turn_without_a_liveness_mark_is_never_declared_dead(redis_client):
 
 
 def test_a_live_worker_keeps_its_turn_alive_past_the_mark_lifetime(redis_client):
-    # lease_ttl 0.4: the mark lives 0.6 s and is renewed every 0.2 s; the tool holds for longer.
-    runner = jobs_app.make_runner(redis_client, lease_ttl=0.4)
+    # lease_ttl 0.5: the mark lives 0.75 s and is renewed every 0.25 s; the tool holds for longer.
+    runner = jobs_app.make_runner(redis_client, lease_ttl=0.5)
     thread, outcome = in_thread(runner.run, TurnJob(session_id="s1", turn_id="t1",
                                                      user_input='call hold {"name": "h"}'))
     reader = runner.relay.read("t1", timeout=WAIT)
