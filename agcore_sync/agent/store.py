@@ -235,7 +235,8 @@ class SessionStore(abc.ABC):
             SessionConflictError: the stored version is another one; nothing
                 was written.
             TypeError: ``data`` is not a JSON-ready mapping.
-            SessionStoreError: the backend failed.
+            SessionStoreError: the stored session is corrupt (its version or
+                data; it is never overwritten), or the backend failed.
         """
 
     @abc.abstractmethod
@@ -243,7 +244,8 @@ class SessionStore(abc.ABC):
         """Delete the stored session; return whether there was one.
 
         Its versions are not reused: a later save of the same id gets a
-        higher version than any it had.
+        higher version than any it had. A corrupt stored session is
+        deleted like any other (the way out of its ``SessionStoreError``).
         """
 
     @abc.abstractmethod

@@ -2,8 +2,11 @@
 
 Import it from :mod:`agcore_sync.contrib.redis`. A turn's events are one
 stream, ``<prefix>turn:{<turn_id>}``: an entry per event (field ``event``,
-the event's JSON) and a last entry marking the end (field ``end``). Appends
-are a Lua script that refuses to add after the end mark.
+the event's JSON, and field ``seq``, the publish's sequence) and a last
+entry marking the end (field ``end``). Appends are a Lua script that
+refuses to add after the end mark and that appends a publish once even when
+redis-py sends it twice (a reply lost to a dropped connection): the second
+run finds its sequence in the newest entry and returns that entry's id.
 
 Two marks serve the job workers that run turns
 (:mod:`agcore_sync.contrib.jobs`); they share the stream's hash tag:
@@ -24,8 +27,10 @@ Two marks serve the job workers that run turns
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import secrets
 import time
 from typing import Any, Iterator, Mapping, Optional, Tuple
 
@@ -45,13 +50,17 @@ READ_BLOCK_SLICE = 1.0
 #: How many stream entries one XREAD returns at most.
 READ_BATCH = 100
 
-# KEYS: the turn's stream. ARGV: field ('event' or 'end'), value, ttl in ms ('' = none).
+# KEYS: the turn's stream. ARGV: the event's JSON, ttl in ms ('' = none), the publish's sequence.
 # Appends unless the stream already ends; returns {1, id} or {0, id of the end mark}.
+# The sequence is stored in the entry (field 'seq'): a publish whose sequence
+# is the newest entry's was appended already (redis-py sent the script again
+# after a lost reply), and returns that entry's id without appending.
 _APPEND = """
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+if last and last[2][3] == 'seq' and last[2][4] == ARGV[3] then return {1, last[1]} end
 if last and last[2][1] == 'end' then return {0, last[1]} end
-local id = redis.call('XADD', KEYS[1], '*', ARGV[1], ARGV[2])
-if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+local id = redis.call('XADD', KEYS[1], '*', 'event', ARGV[1], 'seq', ARGV[3])
+if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return {1, id}
 """
 
@@ -161,6 +170,11 @@ class RedisEventRelay:
         #: Seconds a turn's stream lives after its last append (None: forever).
         self.ttl = check_ttl(ttl, "ttl", optional=True)
         self._append = client.register_script(_APPEND)
+        # Every publish of this object gets the next number of this random
+        # publisher id: the sequence that makes a publish sent twice by
+        # redis-py's retries append once.
+        self._publisher = secrets.token_hex(8)
+        self._sequence = itertools.count(1)
         self._finish = client.register_script(_FINISH)
         self._keep_alive = client.register_script(_KEEP_ALIVE)
         self._end_if_lapsed = client.register_script(_END_IF_LAPSED)
@@ -179,9 +193,10 @@ class RedisEventRelay:
     def _failed(self, what: str, turn_id: str, exc: Exception) -> RelayError:
         return RelayError(f"{self!r}: cannot {what} turn {turn_id!r}: {exc}", turn_id=turn_id)
 
-    def _add(self, turn_id: str, field: str, value: str) -> Tuple[bool, str]:
+    def _add(self, turn_id: str, payload: str) -> Tuple[bool, str]:
+        sequence = f"{self._publisher}-{next(self._sequence)}"
         try:
-            status, entry_id = self._append(keys=[self._key(turn_id)], args=[field, value, self._stream_ttl_ms()])
+            status, entry_id = self._append(keys=[self._key(turn_id)], args=[payload, self._stream_ttl_ms(), sequence])
         except redis.RedisError as exc:
             raise self._failed("append to", turn_id, exc) from exc
         return bool(status), as_text(entry_id)
@@ -197,7 +212,7 @@ class RedisEventRelay:
         if not isinstance(event, StreamEvent):
             raise TypeError(f"event must be a StreamEvent, not {type(event).__name__}")
         payload = json.dumps(event.to_dict(), ensure_ascii=False, separators=(",", ":"))
-        added, entry_id = self._add(turn_id, "event", payload)
+        added, entry_id = self._add(turn_id, payload)
         if not added:
             raise RelayError(f"turn {turn_id!r} was finished (end mark {entry_id}); an event published after "
                              "finish() would never be read", turn_id=turn_id)

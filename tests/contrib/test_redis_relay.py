@@ -183,6 +183,20 @@ def test_the_stream_expires_ttl_seconds_after_its_last_append(redis_client):
     assert redis_client.pttl("agcore:turn:{turn-2}") == -1
 
 
+def test_a_publish_whose_reply_was_lost_and_that_redis_py_sent_again_appends_once(lossy_client, redis_client):
+    proxy, client = lossy_client
+    relay = RedisEventRelay(client)
+    relay.publish("warm-up", TextDelta("x"))  # the script is in the server now: a publish is one EVALSHA
+    first = relay.publish("t1", TextDelta("a"))
+    proxy.lose_next_reply(b"turn:{t1}")
+    second = relay.publish("t1", TextDelta("b"))
+    assert proxy.reply_lost.is_set()
+    third = relay.publish("t1", TextDelta("b"))  # the same event again, published again: a new entry
+    relay.finish("t1")
+    assert [entry_id for entry_id, _ in relay.read("t1", timeout=5)] == [first, second, third]
+    assert [event.text for _, event in relay.read("t1", timeout=5)] == ["a", "b", "b"]
+
+
 def test_publishing_after_finish_is_refused(relay):
     relay.publish("turn-1", TextDelta("a"))
     relay.finish("turn-1")
