@@ -112,7 +112,8 @@ return 1
 #: How long a cancel mark lives when the relay's ``ttl`` is None (seconds).
 CANCEL_MARK_TTL = 3600.0
 
-_STREAM_ID = re.compile(r"^(\d+)(?:-(\d+))?$")
+#: A stream entry id: ``<ms>-<seq>``, ASCII digits, each part below 2**64 (as Redis has them).
+_STREAM_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})", re.ASCII)
 
 
 class RelayError(AgcoreError):
@@ -317,21 +318,31 @@ class RedisEventRelay:
              timeout: Optional[float] = None) -> Iterator[Tuple[str, StreamEvent]]:
         """Yield ``(entry_id, event)`` after the entry id ``after``, then live ones, until the end mark.
 
+        ``after`` is checked at the call, before any event: it must be an
+        entry of this turn's stream (an id this or another reader got from
+        it); an id at or after the stream's end mark yields nothing, at once.
+
         Args:
             turn_id: the turn.
-            after: an entry id this reader already has (None: from the start).
+            after: an entry id this reader already has (None: from the start),
+                ASCII digits ``<ms>-<seq>``.
             timeout: seconds to wait for each next event; None waits as
                 long as it takes.
 
         Raises:
+            ValueError: at the call: ``after`` is not an entry id
+                (``<ms>-<seq>``), or not an entry of this turn's stream (of
+                another turn, from the future, of a turn that never
+                existed or expired), or ``timeout`` is not positive.
+            RelayError: Redis failed (at the call when ``after`` is given,
+                else from the iterator), or an entry is corrupt (from the iterator).
             TimeoutError: ``timeout`` seconds passed without an event (from the iterator).
-            RelayError: Redis failed, or an entry is corrupt (from the iterator).
-            ValueError: ``after`` is not a stream entry id, or ``timeout`` not positive.
         """
         _check_turn_id(turn_id)
         start = _check_entry_id(after, "after")
         timeout = check_ttl(timeout, "timeout", optional=True)
-        return ((entry_id, event) for entry_id, event, _ in self._entries(turn_id, start, timeout))
+        ended = start is not None and self._resumes_at_end(turn_id, start, "after")
+        return ((entry_id, event) for entry_id, event, _ in self._entries(turn_id, start, timeout, ended))
 
     def sse(self, turn_id: str, last_event_id: Optional[str] = None, *,
             timeout: Optional[float] = None) -> Iterator[bytes]:
@@ -342,6 +353,10 @@ class RedisEventRelay:
         (and no id), so that a browser's ``EventSource`` can close instead
         of reconnecting; a reconnect after the end gets that frame only.
 
+        ``last_event_id`` is checked at the call, before the response
+        starts, so a web app can answer 400 to a ``ValueError`` (see
+        :meth:`read` for the rules).
+
         Args:
             turn_id: the turn.
             last_event_id: the ``Last-Event-ID`` request header of a client
@@ -350,26 +365,29 @@ class RedisEventRelay:
             timeout: seconds to wait for each next event (None: no limit).
 
         Raises:
+            ValueError: at the call: ``last_event_id`` is not an entry id
+                (``<ms>-<seq>``, ASCII digits) or not an entry of this
+                turn's stream (answer 400).
+            RelayError: Redis failed, or an entry is corrupt.
             TimeoutError: ``timeout`` seconds passed without an event (from the iterator).
-            RelayError: Redis failed, or an entry is corrupt (from the iterator).
-            ValueError: ``last_event_id`` is not a stream entry id (answer 400).
         """
         _check_turn_id(turn_id)
         start = _check_entry_id(last_event_id or None, "last_event_id")
         timeout = check_ttl(timeout, "timeout", optional=True)
-        return self._sse(turn_id, start, timeout)
+        ended = start is not None and self._resumes_at_end(turn_id, start, "last_event_id")
+        return self._sse(turn_id, start, timeout, ended)
 
-    def _sse(self, turn_id: str, start: Optional[str], timeout: Optional[float]) -> Iterator[bytes]:
-        for entry_id, _, payload in self._entries(turn_id, start, timeout):
+    def _sse(self, turn_id: str, start: Optional[str], timeout: Optional[float], ended: bool) -> Iterator[bytes]:
+        for entry_id, _, payload in self._entries(turn_id, start, timeout, ended):
             yield f"id: {entry_id}\ndata: {payload}\n\n".encode()
         yield b"event: end\ndata: {}\n\n"
 
-    def _entries(self, turn_id: str, after: Optional[str],
-                 timeout: Optional[float]) -> Iterator[Tuple[str, StreamEvent, str]]:
+    def _entries(self, turn_id: str, after: Optional[str], timeout: Optional[float],
+                 ended: bool) -> Iterator[Tuple[str, StreamEvent, str]]:
         """Yield ``(entry_id, event, payload)`` until the end mark; the one reading loop."""
-        key = self._key(turn_id)
-        if after is not None and self._ended_by(key, turn_id, after):
+        if ended:
             return
+        key = self._key(turn_id)
         last = after or "0-0"
         last_event_at = time.monotonic()
         while True:
@@ -398,17 +416,30 @@ class RedisEventRelay:
                     yield last, self._event(turn_id, last, fields), fields["event"]
                 last_event_at = time.monotonic()
 
-    def _ended_by(self, key: str, turn_id: str, after: str) -> bool:
-        """Say whether the stream's end mark is at or before ``after`` (nothing more will come)."""
+    def _resumes_at_end(self, turn_id: str, after: str, name: str) -> bool:
+        """Check that ``after`` is an entry of the turn's stream; say whether the stream ends at or before it.
+
+        An id at or after the end mark is accepted (nothing more will
+        come); any other id that is not an entry raises ValueError, so that
+        a reader never waits for an entry that can never come.
+        """
+        key = self._key(turn_id)
         try:
-            newest = self.client.xrevrange(key, count=1)
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.xrange(key, min=after, max=after, count=1)
+                pipe.xrevrange(key, count=1)
+                found, newest = pipe.execute()
         except redis.RedisError as exc:
             raise self._failed("read", turn_id, exc) from exc
-        if not newest:
+        end_id = None
+        if newest and any(as_text(k) == "end" for k in newest[0][1]):
+            end_id = as_text(newest[0][0])
+        if end_id is not None and _id_key(after) >= _id_key(end_id):
+            return True
+        if found:
             return False
-        raw_id, fields = newest[0]
-        ended = any(as_text(k) == "end" for k in fields)
-        return ended and _id_key(as_text(raw_id)) <= _id_key(after)
+        raise ValueError(f"{name} {after!r} is not an entry of turn {turn_id!r} (an id of another turn, an id "
+                         "that was never sent, or a turn that expired or never existed); read it from the start")
 
     def _event(self, turn_id: str, entry_id: str, fields: Mapping[str, str]) -> StreamEvent:
         try:
@@ -427,14 +458,17 @@ def _check_turn_id(turn_id: Any) -> str:
 
 
 def _check_entry_id(entry_id: Any, name: str) -> Optional[str]:
+    """Return ``entry_id`` if it is None or a stream entry id ``<ms>-<seq>`` (ASCII digits); else ValueError."""
     if entry_id is None:
         return None
-    if isinstance(entry_id, bytes):
-        entry_id = entry_id.decode("ascii", "replace")
-    if not isinstance(entry_id, str) or not _STREAM_ID.match(entry_id.strip()):
-        raise ValueError(f"{name} must be a Redis stream entry id such as '1700000000000-0', not {entry_id!r}")
-    entry_id = entry_id.strip()
-    return entry_id if "-" in entry_id else f"{entry_id}-0"
+    if isinstance(entry_id, (bytes, bytearray)):
+        entry_id = bytes(entry_id).decode("ascii", "replace")
+    match = _STREAM_ID.fullmatch(entry_id) if isinstance(entry_id, str) else None
+    if match is None or any(int(part) >= 2 ** 64 for part in match.groups()):
+        shown = entry_id if not isinstance(entry_id, str) or len(entry_id) <= 60 else entry_id[:60] + "..."
+        raise ValueError(f"{name} must be a Redis stream entry id such as '1700000000000-0' (ASCII digits "
+                         f"<ms>-<seq>), not {shown!r}")
+    return entry_id
 
 
 def _id_key(entry_id: str) -> Tuple[int, int]:
