@@ -22,7 +22,11 @@ Two marks serve the job workers that run turns
   (the web side), read by the worker's watcher
   (:meth:`RedisEventRelay.cancel_requested`).
 
-:meth:`RedisEventRelay.finish` deletes both marks.
+:meth:`RedisEventRelay.finish` deletes both marks. Beside them,
+``<prefix>turn-claim:{<turn_id>}`` records that a worker took the turn
+(:meth:`RedisEventRelay.claim`), so that a job delivered twice runs once; it
+lives as long as the stream. The Lua scripts are in
+:mod:`agcore_sync.contrib._relay_scripts`.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any, Iterator, Mapping, Optional, Tuple
 
 from agcore_sync.agent._store_support import check_ttl
 from agcore_sync.contrib._redis_support import as_text, check_client, check_prefix, ms, redis
+from agcore_sync.contrib._relay_scripts import APPEND, CLAIM, END_IF_LAPSED, FINISH, KEEP_ALIVE
 from agcore_sync.errors import AgcoreError
 from agcore_sync.llm.events import Error, StreamEvent
 
@@ -49,65 +54,6 @@ READ_BLOCK_SLICE = 1.0
 
 #: How many stream entries one XREAD returns at most.
 READ_BATCH = 100
-
-# KEYS: the turn's stream. ARGV: the event's JSON, ttl in ms ('' = none), the publish's sequence.
-# Appends unless the stream already ends; returns {1, id} or {0, id of the end mark}.
-# The sequence is stored in the entry (field 'seq'): a publish whose sequence
-# is the newest entry's was appended already (redis-py sent the script again
-# after a lost reply), and returns that entry's id without appending.
-_APPEND = """
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-if last and last[2][3] == 'seq' and last[2][4] == ARGV[3] then return {1, last[1]} end
-if last and last[2][1] == 'end' then return {0, last[1]} end
-local id = redis.call('XADD', KEYS[1], '*', 'event', ARGV[1], 'seq', ARGV[3])
-if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return {1, id}
-"""
-
-# KEYS: the turn's stream, its liveness mark, its cancel mark. ARGV: value, ttl in ms ('' = none).
-# Like _APPEND, and a finish ('end') also deletes the turn's marks.
-_FINISH = """
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-redis.call('DEL', KEYS[2], KEYS[3])
-if last and last[2][1] == 'end' then return {0, last[1]} end
-local id = redis.call('XADD', KEYS[1], '*', 'end', ARGV[1])
-if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return {1, id}
-"""
-
-# KEYS: the liveness mark. ARGV: seconds alive in ms, the mark's own lifetime in ms ('' = none).
-# The deadline is the server's clock, so workers and readers on different machines agree.
-_KEEP_ALIVE = """
-if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
-local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
-if ARGV[2] ~= '' then
-  redis.call('SET', KEYS[1], deadline, 'PX', ARGV[2])
-else
-  redis.call('SET', KEYS[1], deadline)
-end
-return deadline
-"""
-
-# KEYS: the turn's stream, its liveness mark. ARGV: the Error event's JSON, stream ttl in ms ('' = none).
-# If the mark exists and its deadline has passed, and the stream has no end
-# mark yet, append the Error event and the end mark and drop the liveness mark.
-# Returns 1 when this call ended the turn, else 0.
-_END_IF_LAPSED = """
-if redis.replicate_commands then redis.replicate_commands() end
-local deadline = redis.call('GET', KEYS[2])
-if not deadline then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now < tonumber(deadline) then return 0 end
-redis.call('DEL', KEYS[2])
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-if last and last[2][1] == 'end' then return 0 end
-redis.call('XADD', KEYS[1], '*', 'event', ARGV[1])
-redis.call('XADD', KEYS[1], '*', 'end', '1')
-if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 1
-"""
 
 #: How long a cancel mark lives when the relay's ``ttl`` is None (seconds).
 CANCEL_MARK_TTL = 3600.0
@@ -170,15 +116,16 @@ class RedisEventRelay:
         self.prefix = check_prefix(prefix)
         #: Seconds a turn's stream lives after its last append (None: forever).
         self.ttl = check_ttl(ttl, "ttl", optional=True)
-        self._append = client.register_script(_APPEND)
+        self._append = client.register_script(APPEND)
         # Every publish of this object gets the next number of this random
         # publisher id: the sequence that makes a publish sent twice by
         # redis-py's retries append once.
         self._publisher = secrets.token_hex(8)
         self._sequence = itertools.count(1)
-        self._finish = client.register_script(_FINISH)
-        self._keep_alive = client.register_script(_KEEP_ALIVE)
-        self._end_if_lapsed = client.register_script(_END_IF_LAPSED)
+        self._finish = client.register_script(FINISH)
+        self._keep_alive = client.register_script(KEEP_ALIVE)
+        self._end_if_lapsed = client.register_script(END_IF_LAPSED)
+        self._claim = client.register_script(CLAIM)
         socket_timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
         self._slice = READ_BLOCK_SLICE if not socket_timeout else min(READ_BLOCK_SLICE, socket_timeout / 2)
 
@@ -230,7 +177,8 @@ class RedisEventRelay:
             RelayError: Redis failed.
         """
         _check_turn_id(turn_id)
-        keys = [self._key(turn_id), self._key(turn_id, "turn-alive"), self._key(turn_id, "turn-cancel")]
+        keys = [self._key(turn_id), self._key(turn_id, "turn-alive"), self._key(turn_id, "turn-cancel"),
+                self._key(turn_id, "turn-claim")]
         try:
             _, entry_id = self._finish(keys=keys, args=["1", self._stream_ttl_ms()])
         except redis.RedisError as exc:
@@ -252,6 +200,27 @@ class RedisEventRelay:
 
     # -- job workers: liveness and cancel marks -------------------------------
 
+    def claim(self, turn_id: str) -> bool:
+        """Claim the turn for the caller, once per turn id: True for the first claim, False ever after.
+
+        A job worker claims a turn before it publishes anything
+        (:class:`~agcore_sync.contrib.jobs.TurnRunner` does), so that a job
+        delivered twice (a retry, a redelivery) runs its turn once: the
+        second delivery finds the claim taken and leaves the stream alone.
+        The claim lives as long as the turn's stream (the relay's ``ttl``
+        after the end; forever when ``ttl`` is None). A claim whose reply
+        was lost and that redis-py sent again still counts as this call's.
+
+        Raises:
+            RelayError: Redis failed.
+        """
+        _check_turn_id(turn_id)
+        lifetime = "" if self.ttl is None else str(ms(self.ttl))
+        try:
+            return bool(self._claim(keys=[self._key(turn_id, "turn-claim")], args=[secrets.token_hex(16), lifetime]))
+        except redis.RedisError as exc:
+            raise self._failed("claim", turn_id, exc) from exc
+
     def keep_alive(self, turn_id: str, ttl: float) -> None:
         """Mark the turn's worker alive for ``ttl`` more seconds (the server's clock).
 
@@ -270,7 +239,8 @@ class RedisEventRelay:
         ttl = check_ttl(ttl, "ttl")
         lifetime = "" if self.ttl is None else str(ms(self.ttl + ttl))
         try:
-            self._keep_alive(keys=[self._key(turn_id, "turn-alive")], args=[ms(ttl), lifetime])
+            self._keep_alive(keys=[self._key(turn_id, "turn-alive"), self._key(turn_id, "turn-claim")],
+                             args=[ms(ttl), lifetime])
         except redis.RedisError as exc:
             raise self._failed("mark alive", turn_id, exc) from exc
 
