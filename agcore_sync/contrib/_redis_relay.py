@@ -26,7 +26,7 @@ Two marks serve the job workers that run turns
 ``<prefix>turn-claim:{<turn_id>}`` records that a worker took the turn
 (:meth:`RedisEventRelay.claim`), so that a job delivered twice runs once; it
 lives as long as the stream. The Lua scripts are in
-:mod:`agcore_sync.contrib._relay_scripts`.
+``agcore_sync/contrib/_relay_scripts.py``.
 """
 
 from __future__ import annotations
