@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Dict, Optional
 
 from agcore_sync.agent.errors import SessionConflictError, SessionStoreError
@@ -16,9 +17,14 @@ from agcore_sync.agent.errors import SessionConflictError, SessionStoreError
 __all__ = [
     "check_session_id",
     "check_ttl",
+    "check_lease_ttl",
+    "MIN_LEASE_TTL",
+    "MAX_LEASE_TTL",
     "check_expected_version",
     "encode_data",
     "decode_data",
+    "stored_version",
+    "corrupt",
     "conflict",
 ]
 
@@ -38,6 +44,23 @@ def check_ttl(ttl: Any, name: str, *, optional: bool = False) -> Optional[float]
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
         raise ValueError(f"{name} must be a positive number of seconds, not {ttl!r}")
+    return float(ttl)
+
+
+#: The shortest lease ``ttl`` (seconds): its renewal thread wakes every
+#: ``ttl / 3``, so a shorter one would spin and lapse under any load.
+MIN_LEASE_TTL = 0.5
+
+#: The longest lease ``ttl`` (seconds, one day): a longer one overflows the
+#: renewal thread's wait and keeps a dead holder's session blocked for days.
+MAX_LEASE_TTL = 86_400.0
+
+
+def check_lease_ttl(ttl: Any, name: str = "ttl") -> float:
+    """Return a lease ``ttl`` as a float if it is a number from 0.5 to 86,400 seconds; else raise ValueError."""
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not MIN_LEASE_TTL <= ttl <= MAX_LEASE_TTL:
+        raise ValueError(f"{name} must be a number of seconds from {MIN_LEASE_TTL:g} to {MAX_LEASE_TTL:,.0f}, "
+                         f"not {ttl!r}")
     return float(ttl)
 
 
@@ -75,17 +98,42 @@ def decode_data(text: Any, *, session_id: str, where: str, path: Optional[str] =
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8")
         data = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise SessionStoreError(
-            f"stored session {session_id!r} in {where} is corrupt (not JSON: {exc}); it was left as it is: "
-            f"restore it from a backup or delete it with store.delete({session_id!r})",
-            path=path, session_id=session_id) from exc
+    except (TypeError, ValueError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise corrupt(session_id, f"not JSON: {detail}", where, path) from exc
     if not isinstance(data, dict):
-        raise SessionStoreError(
-            f"stored session {session_id!r} in {where} is corrupt (a JSON {type(data).__name__}, not an object); "
-            f"it was left as it is: restore it from a backup or delete it with store.delete({session_id!r})",
-            path=path, session_id=session_id)
+        raise corrupt(session_id, f"a JSON {type(data).__name__}, not an object", where, path)
     return data
+
+
+#: A stored version: a positive whole number in ASCII digits (no sign, no spaces).
+_VERSION = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
+
+
+def stored_version(value: Any, *, session_id: str, where: str, path: Optional[str] = None) -> int:
+    """Return a stored version as an int, or raise :class:`SessionStoreError` if it is corrupt.
+
+    An int (SQLite) or ASCII digits (Redis, str or bytes) of a positive
+    number are a version; anything else (``'abc'``, ``1.5``, ``0``) is a
+    corrupt row.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value > 0:
+            return value
+    elif isinstance(value, (str, bytes, bytearray)):
+        text = value.decode("ascii", "replace") if isinstance(value, (bytes, bytearray)) else value
+        if _VERSION.fullmatch(text):
+            return int(text)
+    shown = repr(value if not isinstance(value, (str, bytes, bytearray)) or len(value) <= 40 else value[:40])
+    raise corrupt(session_id, f"its version {shown} is not a positive whole number", where, path)
+
+
+def corrupt(session_id: str, what: str, where: str, path: Optional[str] = None) -> SessionStoreError:
+    """Build the :class:`SessionStoreError` of a corrupt stored session (which is left as it is)."""
+    return SessionStoreError(
+        f"stored session {session_id!r} in {where} is corrupt ({what}); it was left as it is: "
+        f"restore it from a backup or delete it with store.delete({session_id!r})",
+        path=path, session_id=session_id)
 
 
 def conflict(session_id: str, expected: Optional[int], actual: Optional[int], where: str) -> SessionConflictError:

@@ -36,8 +36,10 @@ from agcore_sync.agent._store_support import (
     check_session_id,
     check_ttl,
     conflict,
+    corrupt,
     decode_data,
     encode_data,
+    stored_version,
 )
 from agcore_sync.agent.errors import SessionStoreError
 from agcore_sync.agent.store import DEFAULT_LEASE_TTL, SessionLease, SessionStore, StoredSession
@@ -247,10 +249,9 @@ class SqliteSessionStore(SessionStore):
         with self._db.transaction(reading_only=True, what="load", session_id=session_id) as conn:
             row = conn.execute("SELECT data, version, expires_at FROM agcore_sessions WHERE id = ?",
                                (session_id,)).fetchone()
-        if row is None or _expired(row[2]):
+        if row is None or self._lapsed(row[2], session_id):
             return None
-        data = decode_data(row[0], session_id=session_id, where=f"session store {self.path!r}", path=self.path)
-        return StoredSession(data, int(row[1]))
+        return self._checked(row, session_id)
 
     def save(self, session_id: str, data: Mapping[str, Any], expected_version: Optional[int] = None) -> int:
         """Write ``data`` if the stored version is ``expected_version``; return the new version.
@@ -258,6 +259,12 @@ class SqliteSessionStore(SessionStore):
         See :meth:`SessionStore.save`. The check and the write are one
         transaction, so of two processes saving from the same version
         exactly one succeeds.
+
+        Raises:
+            SessionConflictError: the stored version is another one; nothing was written.
+            SessionStoreError: the stored row is corrupt (its version, data
+                or expiry; it is never overwritten: :meth:`delete` removes
+                it), or the database failed.
         """
         check_session_id(session_id)
         check_expected_version(expected_version)
@@ -267,7 +274,9 @@ class SqliteSessionStore(SessionStore):
             if current != expected_version:
                 raise conflict(session_id, expected_version, current, f"session store {self.path!r}")
             row = conn.execute("SELECT last_version FROM agcore_versions WHERE id = ?", (session_id,)).fetchone()
-            version = max(row[0] if row is not None else 0, current or 0) + 1
+            last = 0 if row is None else stored_version(row[0], session_id=session_id, where=self._where,
+                                                         path=self.path)
+            version = max(last, current or 0) + 1
             expires_at = None if self.ttl is None else _now() + self.ttl
             conn.execute("INSERT OR REPLACE INTO agcore_sessions (id, data, version, expires_at) VALUES (?, ?, ?, ?)",
                          (session_id, text, version, expires_at))
@@ -276,10 +285,15 @@ class SqliteSessionStore(SessionStore):
         return version
 
     def delete(self, session_id: str) -> bool:
-        """Delete the stored session; return whether there was one (an expired one does not count)."""
+        """Delete the stored session; return whether there was one (an expired one does not count).
+
+        A corrupt stored session is deleted too (and counts).
+        """
         check_session_id(session_id)
         with self._db.transaction(what="delete", session_id=session_id) as conn:
-            existed = self._current_version(conn, session_id) is not None
+            # A corrupt row is deleted too (the way out its error names); only an expired one does not count.
+            row = conn.execute("SELECT expires_at FROM agcore_sessions WHERE id = ?", (session_id,)).fetchone()
+            existed = row is not None and not (isinstance(row[0], (int, float)) and _expired(row[0]))
             conn.execute("DELETE FROM agcore_sessions WHERE id = ?", (session_id,))
         return existed
 
@@ -303,17 +317,35 @@ class SqliteSessionStore(SessionStore):
         """Close the database connection; later calls raise :class:`SessionStoreError`."""
         self._db.close()
 
-    @staticmethod
-    def _current_version(conn: sqlite3.Connection, session_id: str) -> Optional[int]:
-        """Return the live stored version of the id (None if absent or expired); remove an expired row."""
-        row: Optional[Tuple[int, Optional[float]]] = conn.execute(
-            "SELECT version, expires_at FROM agcore_sessions WHERE id = ?", (session_id,)).fetchone()
+    @property
+    def _where(self) -> str:
+        return f"session store {self.path!r}"
+
+    def _checked(self, row: Tuple[Any, Any, Any], session_id: str) -> StoredSession:
+        """Return a row ``(data, version, expires_at)`` as a StoredSession; SessionStoreError if it is corrupt."""
+        version = stored_version(row[1], session_id=session_id, where=self._where, path=self.path)
+        return StoredSession(decode_data(row[0], session_id=session_id, where=self._where, path=self.path), version)
+
+    def _lapsed(self, expires_at: Any, session_id: str) -> bool:
+        """Say whether a row with this expiry time has expired; SessionStoreError if the time is corrupt."""
+        if expires_at is not None and (isinstance(expires_at, bool) or not isinstance(expires_at, (int, float))):
+            raise corrupt(session_id, f"its expiry time {expires_at!r} is not a number", self._where, self.path)
+        return _expired(expires_at)
+
+    def _current_version(self, conn: sqlite3.Connection, session_id: str) -> Optional[int]:
+        """Return the live stored version of the id (None if absent or expired); remove an expired row.
+
+        A corrupt row (its version, data or expiry) raises
+        :class:`SessionStoreError`, so a save never overwrites it.
+        """
+        row: Optional[Tuple[Any, Any, Any]] = conn.execute(
+            "SELECT data, version, expires_at FROM agcore_sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             return None
-        if _expired(row[1]):
+        if self._lapsed(row[2], session_id):
             conn.execute("DELETE FROM agcore_sessions WHERE id = ?", (session_id,))
             return None
-        return int(row[0])
+        return self._checked(row, session_id).version
 
 
 def _expired(expires_at: Optional[float]) -> bool:

@@ -38,7 +38,7 @@ from typing import Any, Dict, Mapping, Optional, Protocol
 import attrs
 
 from agcore_sync import _instrument
-from agcore_sync.agent._store_support import check_session_id, check_ttl
+from agcore_sync.agent._store_support import check_lease_ttl, check_session_id
 from agcore_sync.agent.errors import AgentError, SessionBusyError
 
 __all__ = ["StoredSession", "SessionStore", "SessionLease", "LeaseBackend", "DEFAULT_LEASE_TTL"]
@@ -111,16 +111,16 @@ class SessionLease:
     Args:
         backend: the store's lease operations (:class:`LeaseBackend`).
         session_id: the session to lease.
-        ttl: seconds a lease lives after its last renewal; a holder that
-            dies stops blocking others within this time.
+        ttl: seconds a lease lives after its last renewal, from 0.5 to
+            86,400; a holder that dies stops blocking others within this time.
 
     Raises:
-        ValueError: ``ttl`` is not a positive number.
+        ValueError: ``ttl`` is not a number from 0.5 to 86,400.
     """
 
     def __init__(self, backend: LeaseBackend, session_id: str, ttl: float = DEFAULT_LEASE_TTL) -> None:
         self.session_id = check_session_id(session_id)
-        self.ttl = check_ttl(ttl, "ttl")
+        self.ttl = check_lease_ttl(ttl)
         self._backend = backend
         self._token = secrets.token_hex(16)
         self._stop = threading.Event()
@@ -235,7 +235,8 @@ class SessionStore(abc.ABC):
             SessionConflictError: the stored version is another one; nothing
                 was written.
             TypeError: ``data`` is not a JSON-ready mapping.
-            SessionStoreError: the backend failed.
+            SessionStoreError: the stored session is corrupt (its version or
+                data; it is never overwritten), or the backend failed.
         """
 
     @abc.abstractmethod
@@ -243,7 +244,8 @@ class SessionStore(abc.ABC):
         """Delete the stored session; return whether there was one.
 
         Its versions are not reused: a later save of the same id gets a
-        higher version than any it had.
+        higher version than any it had. A corrupt stored session is
+        deleted like any other (the way out of its ``SessionStoreError``).
         """
 
     @abc.abstractmethod
@@ -252,6 +254,9 @@ class SessionStore(abc.ABC):
 
         Entering it raises :class:`SessionBusyError` while another holder's
         lease is alive. See :class:`SessionLease`.
+
+        Raises:
+            ValueError: ``ttl`` is not a number of seconds from 0.5 to 86,400.
         """
 
     def close(self) -> None:  # noqa: B027 - optional, a no-op by default

@@ -2,8 +2,11 @@
 
 Import it from :mod:`agcore_sync.contrib.redis`. A turn's events are one
 stream, ``<prefix>turn:{<turn_id>}``: an entry per event (field ``event``,
-the event's JSON) and a last entry marking the end (field ``end``). Appends
-are a Lua script that refuses to add after the end mark.
+the event's JSON, and field ``seq``, the publish's sequence) and a last
+entry marking the end (field ``end``). Appends are a Lua script that
+refuses to add after the end mark and that appends a publish once even when
+redis-py sends it twice (a reply lost to a dropped connection): the second
+run finds its sequence in the newest entry and returns that entry's id.
 
 Two marks serve the job workers that run turns
 (:mod:`agcore_sync.contrib.jobs`); they share the stream's hash tag:
@@ -19,18 +22,25 @@ Two marks serve the job workers that run turns
   (the web side), read by the worker's watcher
   (:meth:`RedisEventRelay.cancel_requested`).
 
-:meth:`RedisEventRelay.finish` deletes both marks.
+:meth:`RedisEventRelay.finish` deletes both marks. Beside them,
+``<prefix>turn-claim:{<turn_id>}`` records that a worker took the turn
+(:meth:`RedisEventRelay.claim`), so that a job delivered twice runs once; it
+lives as long as the stream. The Lua scripts are in
+``agcore_sync/contrib/_relay_scripts.py``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import secrets
 import time
 from typing import Any, Iterator, Mapping, Optional, Tuple
 
 from agcore_sync.agent._store_support import check_ttl
 from agcore_sync.contrib._redis_support import as_text, check_client, check_prefix, ms, redis
+from agcore_sync.contrib._relay_scripts import APPEND, CLAIM, END_IF_LAPSED, FINISH, KEEP_ALIVE
 from agcore_sync.errors import AgcoreError
 from agcore_sync.llm.events import Error, StreamEvent
 
@@ -45,65 +55,11 @@ READ_BLOCK_SLICE = 1.0
 #: How many stream entries one XREAD returns at most.
 READ_BATCH = 100
 
-# KEYS: the turn's stream. ARGV: field ('event' or 'end'), value, ttl in ms ('' = none).
-# Appends unless the stream already ends; returns {1, id} or {0, id of the end mark}.
-_APPEND = """
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-if last and last[2][1] == 'end' then return {0, last[1]} end
-local id = redis.call('XADD', KEYS[1], '*', ARGV[1], ARGV[2])
-if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-return {1, id}
-"""
-
-# KEYS: the turn's stream, its liveness mark, its cancel mark. ARGV: value, ttl in ms ('' = none).
-# Like _APPEND, and a finish ('end') also deletes the turn's marks.
-_FINISH = """
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-redis.call('DEL', KEYS[2], KEYS[3])
-if last and last[2][1] == 'end' then return {0, last[1]} end
-local id = redis.call('XADD', KEYS[1], '*', 'end', ARGV[1])
-if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return {1, id}
-"""
-
-# KEYS: the liveness mark. ARGV: seconds alive in ms, the mark's own lifetime in ms ('' = none).
-# The deadline is the server's clock, so workers and readers on different machines agree.
-_KEEP_ALIVE = """
-if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
-local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
-if ARGV[2] ~= '' then
-  redis.call('SET', KEYS[1], deadline, 'PX', ARGV[2])
-else
-  redis.call('SET', KEYS[1], deadline)
-end
-return deadline
-"""
-
-# KEYS: the turn's stream, its liveness mark. ARGV: the Error event's JSON, stream ttl in ms ('' = none).
-# If the mark exists and its deadline has passed, and the stream has no end
-# mark yet, append the Error event and the end mark and drop the liveness mark.
-# Returns 1 when this call ended the turn, else 0.
-_END_IF_LAPSED = """
-if redis.replicate_commands then redis.replicate_commands() end
-local deadline = redis.call('GET', KEYS[2])
-if not deadline then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now < tonumber(deadline) then return 0 end
-redis.call('DEL', KEYS[2])
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-if last and last[2][1] == 'end' then return 0 end
-redis.call('XADD', KEYS[1], '*', 'event', ARGV[1])
-redis.call('XADD', KEYS[1], '*', 'end', '1')
-if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 1
-"""
-
 #: How long a cancel mark lives when the relay's ``ttl`` is None (seconds).
 CANCEL_MARK_TTL = 3600.0
 
-_STREAM_ID = re.compile(r"^(\d+)(?:-(\d+))?$")
+#: A stream entry id: ``<ms>-<seq>``, ASCII digits, each part below 2**64 (as Redis has them).
+_STREAM_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})", re.ASCII)
 
 
 class RelayError(AgcoreError):
@@ -160,10 +116,16 @@ class RedisEventRelay:
         self.prefix = check_prefix(prefix)
         #: Seconds a turn's stream lives after its last append (None: forever).
         self.ttl = check_ttl(ttl, "ttl", optional=True)
-        self._append = client.register_script(_APPEND)
-        self._finish = client.register_script(_FINISH)
-        self._keep_alive = client.register_script(_KEEP_ALIVE)
-        self._end_if_lapsed = client.register_script(_END_IF_LAPSED)
+        self._append = client.register_script(APPEND)
+        # Every publish of this object gets the next number of this random
+        # publisher id: the sequence that makes a publish sent twice by
+        # redis-py's retries append once.
+        self._publisher = secrets.token_hex(8)
+        self._sequence = itertools.count(1)
+        self._finish = client.register_script(FINISH)
+        self._keep_alive = client.register_script(KEEP_ALIVE)
+        self._end_if_lapsed = client.register_script(END_IF_LAPSED)
+        self._claim = client.register_script(CLAIM)
         socket_timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
         self._slice = READ_BLOCK_SLICE if not socket_timeout else min(READ_BLOCK_SLICE, socket_timeout / 2)
 
@@ -179,9 +141,10 @@ class RedisEventRelay:
     def _failed(self, what: str, turn_id: str, exc: Exception) -> RelayError:
         return RelayError(f"{self!r}: cannot {what} turn {turn_id!r}: {exc}", turn_id=turn_id)
 
-    def _add(self, turn_id: str, field: str, value: str) -> Tuple[bool, str]:
+    def _add(self, turn_id: str, payload: str) -> Tuple[bool, str]:
+        sequence = f"{self._publisher}-{next(self._sequence)}"
         try:
-            status, entry_id = self._append(keys=[self._key(turn_id)], args=[field, value, self._stream_ttl_ms()])
+            status, entry_id = self._append(keys=[self._key(turn_id)], args=[payload, self._stream_ttl_ms(), sequence])
         except redis.RedisError as exc:
             raise self._failed("append to", turn_id, exc) from exc
         return bool(status), as_text(entry_id)
@@ -197,7 +160,7 @@ class RedisEventRelay:
         if not isinstance(event, StreamEvent):
             raise TypeError(f"event must be a StreamEvent, not {type(event).__name__}")
         payload = json.dumps(event.to_dict(), ensure_ascii=False, separators=(",", ":"))
-        added, entry_id = self._add(turn_id, "event", payload)
+        added, entry_id = self._add(turn_id, payload)
         if not added:
             raise RelayError(f"turn {turn_id!r} was finished (end mark {entry_id}); an event published after "
                              "finish() would never be read", turn_id=turn_id)
@@ -214,7 +177,8 @@ class RedisEventRelay:
             RelayError: Redis failed.
         """
         _check_turn_id(turn_id)
-        keys = [self._key(turn_id), self._key(turn_id, "turn-alive"), self._key(turn_id, "turn-cancel")]
+        keys = [self._key(turn_id), self._key(turn_id, "turn-alive"), self._key(turn_id, "turn-cancel"),
+                self._key(turn_id, "turn-claim")]
         try:
             _, entry_id = self._finish(keys=keys, args=["1", self._stream_ttl_ms()])
         except redis.RedisError as exc:
@@ -236,6 +200,27 @@ class RedisEventRelay:
 
     # -- job workers: liveness and cancel marks -------------------------------
 
+    def claim(self, turn_id: str) -> bool:
+        """Claim the turn for the caller, once per turn id: True for the first claim, False ever after.
+
+        A job worker claims a turn before it publishes anything
+        (:class:`~agcore_sync.contrib.jobs.TurnRunner` does), so that a job
+        delivered twice (a retry, a redelivery) runs its turn once: the
+        second delivery finds the claim taken and leaves the stream alone.
+        The claim lives as long as the turn's stream (the relay's ``ttl``
+        after the end; forever when ``ttl`` is None). A claim whose reply
+        was lost and that redis-py sent again still counts as this call's.
+
+        Raises:
+            RelayError: Redis failed.
+        """
+        _check_turn_id(turn_id)
+        lifetime = "" if self.ttl is None else str(ms(self.ttl))
+        try:
+            return bool(self._claim(keys=[self._key(turn_id, "turn-claim")], args=[secrets.token_hex(16), lifetime]))
+        except redis.RedisError as exc:
+            raise self._failed("claim", turn_id, exc) from exc
+
     def keep_alive(self, turn_id: str, ttl: float) -> None:
         """Mark the turn's worker alive for ``ttl`` more seconds (the server's clock).
 
@@ -254,7 +239,8 @@ class RedisEventRelay:
         ttl = check_ttl(ttl, "ttl")
         lifetime = "" if self.ttl is None else str(ms(self.ttl + ttl))
         try:
-            self._keep_alive(keys=[self._key(turn_id, "turn-alive")], args=[ms(ttl), lifetime])
+            self._keep_alive(keys=[self._key(turn_id, "turn-alive"), self._key(turn_id, "turn-claim")],
+                             args=[ms(ttl), lifetime])
         except redis.RedisError as exc:
             raise self._failed("mark alive", turn_id, exc) from exc
 
@@ -302,21 +288,31 @@ class RedisEventRelay:
              timeout: Optional[float] = None) -> Iterator[Tuple[str, StreamEvent]]:
         """Yield ``(entry_id, event)`` after the entry id ``after``, then live ones, until the end mark.
 
+        ``after`` is checked at the call, before any event: it must be an
+        entry of this turn's stream (an id this or another reader got from
+        it); an id at or after the stream's end mark yields nothing, at once.
+
         Args:
             turn_id: the turn.
-            after: an entry id this reader already has (None: from the start).
+            after: an entry id this reader already has (None: from the start),
+                ASCII digits ``<ms>-<seq>``.
             timeout: seconds to wait for each next event; None waits as
                 long as it takes.
 
         Raises:
+            ValueError: at the call: ``after`` is not an entry id
+                (``<ms>-<seq>``), or not an entry of this turn's stream (of
+                another turn, from the future, of a turn that never
+                existed or expired), or ``timeout`` is not positive.
+            RelayError: Redis failed (at the call when ``after`` is given,
+                else from the iterator), or an entry is corrupt (from the iterator).
             TimeoutError: ``timeout`` seconds passed without an event (from the iterator).
-            RelayError: Redis failed, or an entry is corrupt (from the iterator).
-            ValueError: ``after`` is not a stream entry id, or ``timeout`` not positive.
         """
         _check_turn_id(turn_id)
         start = _check_entry_id(after, "after")
         timeout = check_ttl(timeout, "timeout", optional=True)
-        return ((entry_id, event) for entry_id, event, _ in self._entries(turn_id, start, timeout))
+        ended = start is not None and self._resumes_at_end(turn_id, start, "after")
+        return ((entry_id, event) for entry_id, event, _ in self._entries(turn_id, start, timeout, ended))
 
     def sse(self, turn_id: str, last_event_id: Optional[str] = None, *,
             timeout: Optional[float] = None) -> Iterator[bytes]:
@@ -327,6 +323,10 @@ class RedisEventRelay:
         (and no id), so that a browser's ``EventSource`` can close instead
         of reconnecting; a reconnect after the end gets that frame only.
 
+        ``last_event_id`` is checked at the call, before the response
+        starts, so a web app can answer 400 to a ``ValueError`` (see
+        :meth:`read` for the rules).
+
         Args:
             turn_id: the turn.
             last_event_id: the ``Last-Event-ID`` request header of a client
@@ -335,26 +335,29 @@ class RedisEventRelay:
             timeout: seconds to wait for each next event (None: no limit).
 
         Raises:
+            ValueError: at the call: ``last_event_id`` is not an entry id
+                (``<ms>-<seq>``, ASCII digits) or not an entry of this
+                turn's stream (answer 400).
+            RelayError: Redis failed, or an entry is corrupt.
             TimeoutError: ``timeout`` seconds passed without an event (from the iterator).
-            RelayError: Redis failed, or an entry is corrupt (from the iterator).
-            ValueError: ``last_event_id`` is not a stream entry id (answer 400).
         """
         _check_turn_id(turn_id)
         start = _check_entry_id(last_event_id or None, "last_event_id")
         timeout = check_ttl(timeout, "timeout", optional=True)
-        return self._sse(turn_id, start, timeout)
+        ended = start is not None and self._resumes_at_end(turn_id, start, "last_event_id")
+        return self._sse(turn_id, start, timeout, ended)
 
-    def _sse(self, turn_id: str, start: Optional[str], timeout: Optional[float]) -> Iterator[bytes]:
-        for entry_id, _, payload in self._entries(turn_id, start, timeout):
+    def _sse(self, turn_id: str, start: Optional[str], timeout: Optional[float], ended: bool) -> Iterator[bytes]:
+        for entry_id, _, payload in self._entries(turn_id, start, timeout, ended):
             yield f"id: {entry_id}\ndata: {payload}\n\n".encode()
         yield b"event: end\ndata: {}\n\n"
 
-    def _entries(self, turn_id: str, after: Optional[str],
-                 timeout: Optional[float]) -> Iterator[Tuple[str, StreamEvent, str]]:
+    def _entries(self, turn_id: str, after: Optional[str], timeout: Optional[float],
+                 ended: bool) -> Iterator[Tuple[str, StreamEvent, str]]:
         """Yield ``(entry_id, event, payload)`` until the end mark; the one reading loop."""
-        key = self._key(turn_id)
-        if after is not None and self._ended_by(key, turn_id, after):
+        if ended:
             return
+        key = self._key(turn_id)
         last = after or "0-0"
         last_event_at = time.monotonic()
         while True:
@@ -383,17 +386,30 @@ class RedisEventRelay:
                     yield last, self._event(turn_id, last, fields), fields["event"]
                 last_event_at = time.monotonic()
 
-    def _ended_by(self, key: str, turn_id: str, after: str) -> bool:
-        """Say whether the stream's end mark is at or before ``after`` (nothing more will come)."""
+    def _resumes_at_end(self, turn_id: str, after: str, name: str) -> bool:
+        """Check that ``after`` is an entry of the turn's stream; say whether the stream ends at or before it.
+
+        An id at or after the end mark is accepted (nothing more will
+        come); any other id that is not an entry raises ValueError, so that
+        a reader never waits for an entry that can never come.
+        """
+        key = self._key(turn_id)
         try:
-            newest = self.client.xrevrange(key, count=1)
+            with self.client.pipeline(transaction=False) as pipe:
+                pipe.xrange(key, min=after, max=after, count=1)
+                pipe.xrevrange(key, count=1)
+                found, newest = pipe.execute()
         except redis.RedisError as exc:
             raise self._failed("read", turn_id, exc) from exc
-        if not newest:
+        end_id = None
+        if newest and any(as_text(k) == "end" for k in newest[0][1]):
+            end_id = as_text(newest[0][0])
+        if end_id is not None and _id_key(after) >= _id_key(end_id):
+            return True
+        if found:
             return False
-        raw_id, fields = newest[0]
-        ended = any(as_text(k) == "end" for k in fields)
-        return ended and _id_key(as_text(raw_id)) <= _id_key(after)
+        raise ValueError(f"{name} {after!r} is not an entry of turn {turn_id!r} (an id of another turn, an id "
+                         "that was never sent, or a turn that expired or never existed); read it from the start")
 
     def _event(self, turn_id: str, entry_id: str, fields: Mapping[str, str]) -> StreamEvent:
         try:
@@ -412,14 +428,17 @@ def _check_turn_id(turn_id: Any) -> str:
 
 
 def _check_entry_id(entry_id: Any, name: str) -> Optional[str]:
+    """Return ``entry_id`` if it is None or a stream entry id ``<ms>-<seq>`` (ASCII digits); else ValueError."""
     if entry_id is None:
         return None
-    if isinstance(entry_id, bytes):
-        entry_id = entry_id.decode("ascii", "replace")
-    if not isinstance(entry_id, str) or not _STREAM_ID.match(entry_id.strip()):
-        raise ValueError(f"{name} must be a Redis stream entry id such as '1700000000000-0', not {entry_id!r}")
-    entry_id = entry_id.strip()
-    return entry_id if "-" in entry_id else f"{entry_id}-0"
+    if isinstance(entry_id, (bytes, bytearray)):
+        entry_id = bytes(entry_id).decode("ascii", "replace")
+    match = _STREAM_ID.fullmatch(entry_id) if isinstance(entry_id, str) else None
+    if match is None or any(int(part) >= 2 ** 64 for part in match.groups()):
+        shown = entry_id if not isinstance(entry_id, str) or len(entry_id) <= 60 else entry_id[:60] + "..."
+        raise ValueError(f"{name} must be a Redis stream entry id such as '1700000000000-0' (ASCII digits "
+                         f"<ms>-<seq>), not {shown!r}")
+    return entry_id
 
 
 def _id_key(entry_id: str) -> Tuple[int, int]:

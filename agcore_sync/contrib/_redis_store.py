@@ -4,15 +4,24 @@ Import it from :mod:`agcore_sync.contrib.redis`. Keys, under ``prefix``;
 the id is wrapped in a hash tag (``{...}``) so that the keys of one session
 share a cluster slot::
 
-    <prefix>session:{<id>}           hash: schema, version, data
+    <prefix>session:{<id>}           hash: schema, version, data, save_token
     <prefix>session-version:{<id>}   the last version of the id (kept after a delete)
     <prefix>session-lease:{<id>}     the lease holder's token, with a TTL
 
-Saves are Lua scripts, so a version check and its write are atomic.
+Saves are Lua scripts, so a version check and its write are atomic. Each
+save carries a random token, stored beside the data (``save_token``): when
+redis-py sends a script again after losing its reply, the second run finds
+its own token and reports the version the first run wrote, so a save is
+applied once and succeeds. Taking a lease is a script for the same reason.
+A stored session whose schema, version or data is corrupt is never
+overwritten: ``load`` and ``save`` raise :class:`SessionStoreError`, and
+``delete`` removes it.
 """
 
 from __future__ import annotations
 
+import re
+import secrets
 from typing import Any, Mapping, Optional
 
 from agcore_sync.agent._store_support import (
@@ -20,8 +29,10 @@ from agcore_sync.agent._store_support import (
     check_session_id,
     check_ttl,
     conflict,
+    corrupt,
     decode_data,
     encode_data,
+    stored_version,
 )
 from agcore_sync.agent.errors import SessionStoreError
 from agcore_sync.agent.store import DEFAULT_LEASE_TTL, SessionLease, SessionStore, StoredSession
@@ -33,13 +44,24 @@ __all__ = ["RedisSessionStore", "SCHEMA_VERSION"]
 SCHEMA_VERSION = 1
 
 # KEYS: data hash, version counter. ARGV: expected version ('' = new id),
-# data, ttl in ms ('' = none), schema version.
-# Returns {1, new version}, {0, stored version or ''} (conflict) or
-# {2, stored schema} (written by a newer schema).
+# data, ttl in ms ('' = none), schema version, the save's token.
+# Returns {1, new version}, {0, stored version or ''} (conflict),
+# {2, stored schema} (written by a newer schema) or {3, what} (a corrupt
+# stored session, left as it is). A save whose token is the stored one was
+# applied already (redis-py sent the script again after a lost reply): it
+# returns that version and writes nothing.
 _SAVE = """
-local stored = redis.call('HMGET', KEYS[1], 'version', 'schema')
-local current, schema = stored[1], stored[2]
-if schema and tonumber(schema) > tonumber(ARGV[4]) then return {2, schema} end
+local stored = redis.call('HMGET', KEYS[1], 'version', 'schema', 'data', 'save_token')
+local current, schema, data, token = stored[1], stored[2], stored[3], stored[4]
+if token and token == ARGV[5] and current then return {1, current} end
+if current or schema or data then
+  if schema and string.match(schema, '^%d+$') and tonumber(schema) > tonumber(ARGV[4]) then return {2, schema} end
+  if not schema or not string.match(schema, '^%d+$') then return {3, 'schema'} end
+  if not current or not string.match(current, '^[1-9]%d*$') or string.len(current) > 18 then
+    return {3, 'version'}
+  end
+  if not data or not string.match(data, '^%s*{') or not pcall(cjson.decode, data) then return {3, 'data'} end
+end
 if ARGV[1] == '' then
   if current then return {0, current} end
 elseif current ~= ARGV[1] then
@@ -50,9 +72,20 @@ if current and version <= tonumber(current) then
   version = tonumber(current) + 1
   redis.call('SET', KEYS[2], version)
 end
-redis.call('HSET', KEYS[1], 'schema', ARGV[4], 'version', version, 'data', ARGV[2])
+redis.call('HSET', KEYS[1], 'schema', ARGV[4], 'version', version, 'data', ARGV[2], 'save_token', ARGV[5])
 if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[3]) else redis.call('PERSIST', KEYS[1]) end
 return {1, version}
+"""
+
+# KEYS: lease key. ARGV: token, ttl in ms. Returns 1 if the lease is now
+# the token's: taken, or already the token's (a take whose reply was lost
+# and that redis-py sent again).
+_ACQUIRE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end
+if holder then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
 """
 
 # KEYS: lease key. ARGV: token, ttl in ms. Returns 1 if the token held it.
@@ -66,6 +99,9 @@ _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+_DIGITS = re.compile(r"[0-9]{1,18}", re.ASCII)
+
 
 def _session_key(prefix: str, kind: str, session_id: str) -> str:
     return f"{prefix}{kind}:{{{session_id}}}"
@@ -99,6 +135,7 @@ class _RedisLeases:
         self._client = client
         self._prefix = prefix
         self._where = where
+        self._acquire = client.register_script(_ACQUIRE)
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
 
@@ -107,7 +144,7 @@ class _RedisLeases:
 
     def acquire_lease(self, session_id: str, token: str, ttl: float) -> bool:
         with _Translated(self._where, "take the lease of", session_id):
-            return bool(self._client.set(self._key(session_id), token, nx=True, px=ms(ttl)))
+            return bool(self._acquire(keys=[self._key(session_id)], args=[token, ms(ttl)]))
 
     def renew_lease(self, session_id: str, token: str, ttl: float) -> bool:
         with _Translated(self._where, "renew the lease of", session_id):
@@ -173,18 +210,16 @@ class RedisSessionStore(SessionStore):
         if not fields:
             return None
         fields = {as_text(k): v for k, v in fields.items()}
-        try:
-            schema, version = int(as_text(fields["schema"])), int(as_text(fields["version"]))
-        except (KeyError, ValueError) as exc:
-            raise SessionStoreError(
-                f"stored session {session_id!r} in {where} is corrupt (field {exc} missing or not a number); "
-                f"it was left as it is: restore it or delete it with store.delete({session_id!r})",
-                session_id=session_id) from exc
+        schema_text = as_text(fields.get("schema", ""))
+        if not _DIGITS.fullmatch(schema_text):
+            raise corrupt(session_id, f"its schema {schema_text[:40]!r} is missing or not a number", where)
+        schema = int(schema_text)
         if schema > SCHEMA_VERSION:
             raise SessionStoreError(
                 f"stored session {session_id!r} in {where} has schema version {schema}, written by a newer "
                 f"agcore_sync; this one reads version {SCHEMA_VERSION}: upgrade agcore_sync to load it",
                 session_id=session_id)
+        version = stored_version(fields.get("version"), session_id=session_id, where=where)
         data = decode_data(fields.get("data"), session_id=session_id, where=where)
         return StoredSession(data, version)
 
@@ -198,11 +233,16 @@ class RedisSessionStore(SessionStore):
         check_expected_version(expected_version)
         text = encode_data(session_id, data)
         keys = [self._key("session", session_id), self._key("session-version", session_id)]
+        # The token makes the script idempotent: redis-py sends it again when a
+        # reply is lost (a dropped connection), and the second run must find
+        # its own write instead of reporting a conflict.
         args = ["" if expected_version is None else str(expected_version), text,
-                "" if self.ttl is None else str(ms(self.ttl)), str(SCHEMA_VERSION)]
+                "" if self.ttl is None else str(ms(self.ttl)), str(SCHEMA_VERSION), secrets.token_hex(16)]
         with self._translated("save", session_id):
             status, value = self._save(keys=keys, args=args)
         value = as_text(value)
+        if status == 3:
+            raise corrupt(session_id, f"its {value} is missing or invalid; the save did not overwrite it", repr(self))
         if status == 2:
             raise SessionStoreError(
                 f"stored session {session_id!r} in {self!r} has schema version {value}, written by a newer "

@@ -21,6 +21,7 @@ through the relay, not the result backend).
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -35,6 +36,36 @@ except ImportError as exc:  # exercised in a subprocess by the tests
 from agcore_sync.contrib.jobs import TurnJob, TurnRunner
 
 __all__ = ["register_turn_task", "enqueue_turn"]
+
+
+#: How many turn ids :func:`enqueue_turn` remembers per process, to refuse one sent twice.
+_SENT_IDS_REMEMBERED = 100_000
+
+
+class _SentTurnIds:
+    """The turn ids this process sent, the newest ``_SENT_IDS_REMEMBERED`` of them (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def add(self, turn_id: str) -> bool:
+        """Remember ``turn_id``; False if it was remembered already."""
+        with self._lock:
+            if turn_id in self._ids:
+                return False
+            self._ids[turn_id] = None
+            if len(self._ids) > _SENT_IDS_REMEMBERED:
+                self._ids.popitem(last=False)
+            return True
+
+    def forget(self, turn_id: str) -> None:
+        """Forget ``turn_id`` (its sending failed, so it may be sent again)."""
+        with self._lock:
+            self._ids.pop(turn_id, None)
+
+
+_sent = _SentTurnIds()
 
 
 class _RunnerPerProcess:
@@ -110,6 +141,11 @@ def enqueue_turn(task: celery.Task, job: TurnJob, **apply_async_kwargs: Any) -> 
 
     Raises:
         TypeError: ``job`` is not a :class:`TurnJob`, or ``task_id`` given.
+        ValueError: this process sent the turn id already (every turn and
+            every resume needs a new turn id, such as ``uuid.uuid4().hex``).
+            Celery keeps no record a sender can check, so an id reused from
+            another process is not refused here; the worker runs it at most
+            once (it finds the turn claimed and does nothing).
 
     .. versionadded:: 0.2
     """
@@ -117,5 +153,12 @@ def enqueue_turn(task: celery.Task, job: TurnJob, **apply_async_kwargs: Any) -> 
         raise TypeError(f"enqueue_turn: job must be a TurnJob, not {type(job).__name__}")
     if "task_id" in apply_async_kwargs:
         raise TypeError("enqueue_turn: the Celery task id is the turn id; do not pass task_id")
+    if not _sent.add(job.turn_id):
+        raise ValueError(f"enqueue_turn: turn id {job.turn_id!r} was sent already; give every turn and every "
+                         "resume a new turn id (uuid.uuid4().hex)")
     apply_async_kwargs.setdefault("argsrepr", f"(<agcore turn {job.turn_id} of session {job.session_id}>,)")
-    return task.apply_async(args=(job.to_dict(),), task_id=job.turn_id, **apply_async_kwargs)
+    try:
+        return task.apply_async(args=(job.to_dict(),), task_id=job.turn_id, **apply_async_kwargs)
+    except BaseException:
+        _sent.forget(job.turn_id)  # not sent: the caller may try again with the same id
+        raise

@@ -5,6 +5,12 @@ A web process enqueues a :class:`TurnJob` (plain JSON) in its job system
 answers the browser with ``relay.sse(turn_id)``. A job worker hands the job
 to :meth:`TurnRunner.run`, which:
 
+0. claims the turn id (:meth:`RedisEventRelay.claim
+   <agcore_sync.contrib.redis.RedisEventRelay.claim>`) before it publishes
+   anything: a job delivered a second time (RQ and Celery redeliver) finds
+   the claim taken, running or finished, and returns at once, logged; it
+   publishes nothing and does not finish the stream, so the first
+   delivery's turn goes on undisturbed;
 1. marks the turn alive (:meth:`RedisEventRelay.keep_alive
    <agcore_sync.contrib.redis.RedisEventRelay.keep_alive>`) and starts its
    watcher thread, ``agcore-turnwatch-<n>``;
@@ -51,6 +57,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Optional, Union
 
 from agcore_sync import _instrument
+from agcore_sync.agent._store_support import check_lease_ttl
 from agcore_sync.agent.errors import SessionNotFoundError, SessionStoreError
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.agent.store import SessionStore
@@ -149,7 +156,8 @@ class TurnRunner:
 
     Raises:
         TypeError: an argument of the wrong type.
-        ValueError: ``lease_ttl`` is not a positive number.
+        ValueError: ``lease_ttl`` is not a number of seconds from 0.5 to 86,400
+            (the bounds of :meth:`SessionStore.lease <agcore_sync.agent.store.SessionStore.lease>`).
 
     .. versionadded:: 0.2
     """
@@ -166,8 +174,7 @@ class TurnRunner:
             if not callable(factory) and not (optional and factory is None):
                 raise TypeError(f"TurnRunner: {name} must be a function returning a new object, "
                                 f"not {type(factory).__name__}")
-        if isinstance(lease_ttl, bool) or not isinstance(lease_ttl, (int, float)) or not 0 < lease_ttl < float("inf"):
-            raise ValueError(f"TurnRunner: lease_ttl must be a positive number of seconds, not {lease_ttl!r}")
+        lease_ttl = check_lease_ttl(lease_ttl, "TurnRunner: lease_ttl")
         #: The session store.
         self.store = store
         #: The event relay.
@@ -203,10 +210,12 @@ class TurnRunner:
                 job that does not parse but names a ``turn_id`` still ends
                 that turn's relay with an ``Error`` event).
 
+        A job whose turn id was claimed before (the same job delivered
+        again, while its turn runs or after it ended) does nothing: it
+        returns without publishing, logged as a warning.
+
         Raises:
-            RelayError: Redis failed (publishing, marking or finishing), or
-                the turn has already ended (a job delivered twice: its
-                stream is left as it is).
+            RelayError: Redis failed (claiming, publishing, marking or finishing).
             SessionStoreError: the store failed or holds a corrupt session.
             ValueError, TypeError: ``job`` is not a valid job.
             Exception: whatever else failed (a bug in a factory, a job
@@ -214,6 +223,8 @@ class TurnRunner:
         """
         turn_job = self._parse(job)
         turn_id = turn_job.turn_id
+        if not self._claimed(turn_id, turn_job.session_id):
+            return
         try:
             with TurnWatch(self.relay, turn_id, self.lease_ttl * LIVENESS_FACTOR) as watch:
                 self._run_turn(turn_job, watch)
@@ -225,6 +236,14 @@ class TurnRunner:
             raise
         self.relay.finish(turn_id)
 
+    def _claimed(self, turn_id: str, session_id: Optional[str]) -> bool:
+        """Claim the turn; False (logged) if a delivery of it came first, or its stream ended already."""
+        if self.relay.claim(turn_id) and not self.relay.finished(turn_id):
+            return True
+        logger.warning("turn %r of session %r was delivered again (a retried or redelivered job); it runs once, "
+                       "so this delivery does nothing", turn_id, session_id)
+        return False
+
     def _parse(self, job: Union[TurnJob, Mapping[str, Any]]) -> TurnJob:
         if isinstance(job, TurnJob):
             return job
@@ -232,16 +251,12 @@ class TurnRunner:
             return TurnJob.from_dict(job)
         except (TypeError, ValueError) as exc:
             turn_id = job.get("turn_id") if isinstance(job, Mapping) else None
-            if is_turn_id(turn_id):
+            if is_turn_id(turn_id) and self._claimed(turn_id, None):
                 self._end_with(turn_id, exc, Error(f"invalid turn job: {exc}", exc))
             raise
 
     def _run_turn(self, job: TurnJob, watch: TurnWatch) -> None:
         """Lease, load, stream, publish, save, close; raise TurnCancelledError after a cancel."""
-        if self.relay.finished(job.turn_id):
-            # A job delivered twice (a retry, a redelivery): its turn ran once already.
-            raise RelayError(f"turn {job.turn_id!r} has already ended; a turn runs once (a retried or redelivered "
-                             "job?)", turn_id=job.turn_id)
         if self.relay.cancel_requested(job.turn_id):
             raise TurnCancelledError(f"turn {job.turn_id!r} was cancelled before it started", turn_id=job.turn_id)
         with self.store.lease(job.session_id, ttl=self.lease_ttl):

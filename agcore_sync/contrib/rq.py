@@ -58,6 +58,11 @@ def enqueue_turn(queue: rq.Queue, task: Union[Callable[[Dict[str, Any]], None], 
     Raises:
         TypeError: ``queue`` is not an ``rq.Queue``, ``job`` not a
             :class:`TurnJob`, ``task`` not callable, or ``job_id`` given.
+        ValueError: the turn id was used already: RQ still has a job with
+            that id (every turn and every resume needs a new turn id, such
+            as ``uuid.uuid4().hex``). Once RQ has dropped the old job
+            (its ``result_ttl``), a reused id is still run at most once: the
+            worker finds the turn claimed and does nothing.
 
     .. versionadded:: 0.2
     """
@@ -69,5 +74,8 @@ def enqueue_turn(queue: rq.Queue, task: Union[Callable[[Dict[str, Any]], None], 
         raise TypeError(f"enqueue_turn: task must be a function (or its dotted name), not {type(task).__name__}")
     if "job_id" in enqueue_kwargs:
         raise TypeError("enqueue_turn: the RQ job id is the turn id; do not pass job_id")
+    if rq.job.Job.exists(job.turn_id, connection=queue.connection):
+        raise ValueError(f"enqueue_turn: turn id {job.turn_id!r} was used already (RQ has a job with that id); "
+                         "give every turn and every resume a new turn id (uuid.uuid4().hex)")
     enqueue_kwargs.setdefault("description", f"agcore turn {job.turn_id} of session {job.session_id}")
     return queue.enqueue(task, job.to_dict(), job_id=job.turn_id, **enqueue_kwargs)

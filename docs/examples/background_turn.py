@@ -11,6 +11,7 @@ Here a thread plays the job worker. It needs a Redis server: ``REDIS_URL``
 """
 
 import os
+import sys
 import threading
 import uuid
 
@@ -58,6 +59,11 @@ def create_app(client):
 
 if __name__ == "__main__":
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://localhost:6379/0"))
+    try:
+        client.ping()  # before any thread starts: one clear line, not a traceback per thread
+    except redis.RedisError as exc:
+        client.close()
+        sys.exit(f"background_turn.py needs a Redis server (set REDIS_URL, default redis://localhost:6379/0): {exc}")
     try:
         turn_id = uuid.uuid4().hex
         provider = MockProvider([MockProvider.text("Background turns stream through Redis.")])

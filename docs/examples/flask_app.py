@@ -3,7 +3,8 @@
 ``POST /chat/<conversation_id>`` with the JSON body ``{"message": "..."}``
 answers with ``text/event-stream``: one SSE event per stream event (its
 ``type`` as the SSE event name, ``event.to_dict()`` as JSON data), then a
-final ``done`` event. ``GET /`` serves a small page that uses it.
+final ``done`` event (``turn_index``, and ``cost_usd``: the sum of the
+turn's ``cost_update`` events). ``GET /`` serves a small page that uses it.
 
 One :class:`~agcore_sync.AgentSession` per conversation id lives in memory,
 in a dict behind a lock, so the next message on the same id continues the
@@ -39,6 +40,7 @@ from flask import Flask, Response, jsonify, request
 from agcore_sync import (
     AgentError,
     AgentSession,
+    CostUpdate,
     CycleConfig,
     LlmProvider,
     OpenAIProvider,
@@ -95,11 +97,19 @@ def sse(event_name: str, data: dict) -> bytes:
 
 
 def stream_events(session: AgentSession, stream: TurnStream) -> Iterator[bytes]:
-    """Yield the turn's events as SSE bytes; closing this generator closes the stream."""
+    """Yield the turn's events as SSE bytes; closing this generator closes the stream.
+
+    The ``done`` event's ``cost_usd`` is the turn's cost: the sum of its
+    ``cost_update`` events, so the two always agree (None when a call had
+    no price).
+    """
+    turn_cost: Optional[float] = 0.0
     try:
         for event in stream:
+            if isinstance(event, CostUpdate):
+                turn_cost = None if turn_cost is None or event.cost_usd is None else turn_cost + event.cost_usd
             yield sse(event.type, event.to_dict())
-        yield sse("done", {"turn_index": session.turn_index, "cost_usd": session.cost_usd})
+        yield sse("done", {"turn_index": session.turn_index, "cost_usd": turn_cost})
     finally:
         # Runs on exhaustion, and when the server closes the response because
         # the client went away (GeneratorExit at the yield above).

@@ -52,11 +52,11 @@ class Backend:
 
 def test_a_lease_renews_while_held_and_releases_at_exit():
     backend = Backend()
-    with SessionLease(backend, "chat-1", ttl=0.3) as lease:
+    with SessionLease(backend, "chat-1", ttl=0.5) as lease:
         assert backend.renewed.wait(5.0)
-        assert lease.held and repr(lease) == "SessionLease(session_id='chat-1', ttl=0.3, held)"
-    assert backend.calls[0] == ("acquire", "chat-1", 0.3)
-    assert ("renew", "chat-1", 0.3) in backend.calls
+        assert lease.held and repr(lease) == "SessionLease(session_id='chat-1', ttl=0.5, held)"
+    assert backend.calls[0] == ("acquire", "chat-1", 0.5)
+    assert ("renew", "chat-1", 0.5) in backend.calls
     assert backend.calls[-1] == ("release", "chat-1") and backend.holder is None
     assert lease_threads() == [] and not lease.held
 
@@ -74,7 +74,7 @@ def test_a_busy_lease_raises_and_starts_no_thread():
 
 def test_a_lease_taken_over_by_another_holder_is_lost_and_not_released():
     backend = Backend()
-    with SessionLease(backend, "chat-1", ttl=0.3) as lease:
+    with SessionLease(backend, "chat-1", ttl=0.5) as lease:
         backend.holder = "the new holder"  # as if this process had stalled past its ttl
         wait_for(lambda: lease.lost, timeout=5.0)
         assert not lease.held
@@ -87,7 +87,7 @@ def test_a_renewal_that_fails_is_logged_and_retried_then_the_lease_counts_as_los
     backend = Backend()
     backend.renew_error = ConnectionError("backend unreachable")
     with caplog.at_level(logging.WARNING, logger="agcore_sync.store"):
-        with SessionLease(backend, "chat-1", ttl=0.3) as lease:
+        with SessionLease(backend, "chat-1", ttl=0.5) as lease:
             waited = wait_for(lambda: lease.lost, timeout=5.0)
             assert waited >= 0.2  # kept while a renewal could still be in time
     renewals = [c for c in backend.calls if c[0] == "renew"]

@@ -150,6 +150,40 @@ def test_a_corrupt_stored_session_is_a_store_error_naming_it_and_is_not_overwrit
     assert store.delete("a") is True  # the way out the message names
 
 
+def corrupt_row(db_path, column, value):
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"UPDATE agcore_sessions SET {column} = ? WHERE id = 'a'", (value,))
+    conn.commit()
+    conn.close()
+
+
+def stored_row(db_path):
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute("SELECT data, version FROM agcore_sessions WHERE id = 'a'").fetchone()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("column, value", [("version", "abc"), ("version", 1.5), ("version", 0), ("version", "١"),
+                                           ("data", '{"n": 1, trunc'), ("data", "[1, 2]"),
+                                           pytest.param("data", "[" * 100_000 + "]" * 100_000, id="data-too-deep")])
+def test_a_corrupt_version_or_data_is_a_store_error_on_load_and_on_save_and_delete_removes_it(
+        store, db_path, column, value):
+    store.save("a", {"n": 1})
+    corrupt_row(db_path, column, value)
+    before = stored_row(db_path)
+    for call in (lambda: store.load("a"), lambda: store.save("a", {"n": 2}, expected_version=1),
+                 lambda: store.save("a", {"n": 2}), lambda: AgentSession.load(store, "a", provider=MockProvider([]))):
+        with pytest.raises(SessionStoreError, match="corrupt") as caught:
+            call()
+        assert caught.value.session_id == "a" and "store.delete('a')" in str(caught.value)
+    assert stored_row(db_path) == before  # never overwritten
+    assert store.delete("a") is True
+    assert store.load("a") is None
+    assert store.save("a", {"n": 3}) == 2  # versions still never repeat
+
+
 def test_a_stored_session_that_is_json_but_not_a_session_is_a_store_error(store):
     store.save("a", {"format_version": 1, "slots": "not slots"})
     store.save("b", {"format_version": 99})

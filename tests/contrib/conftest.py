@@ -45,3 +45,25 @@ def redis_client(make_client):
     client = make_client()
     client.flushall()
     return client
+
+
+@pytest.fixture
+def lossy_client(redis_server):
+    """``(proxy, client)``: a client that reaches the server through a :class:`TcpProxy` that can lose a reply.
+
+    The client retries a command whose connection dropped (three times, no
+    backoff), as redis-py's default retry does, so ``proxy.lose_next_reply``
+    makes it send the same command twice: the server runs it twice.
+    """
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from tests.support.tcp_proxy import TcpProxy
+
+    proxy = TcpProxy(redis_server.port)
+    client = redis.Redis(host="127.0.0.1", port=proxy.port, retry=Retry(NoBackoff(), 3),
+                         retry_on_error=[redis.ConnectionError])
+    yield proxy, client
+    client.close()
+    client.connection_pool.disconnect()
+    proxy.close()

@@ -153,6 +153,19 @@ def test_register_and_enqueue_check_their_arguments(task):
         enqueue_turn(task, new_turn("s", "x"), task_id="y")
 
 
+def test_enqueue_turn_refuses_a_turn_id_it_sent_already_and_the_worker_runs_it_once(workers, task, runner):
+    job = new_turn("s1", "What is 6 * 7?")
+    enqueue_turn(task, job)
+    with pytest.raises(ValueError, match="was sent already"):
+        enqueue_turn(task, TurnJob(session_id="s1", turn_id=job.turn_id, user_input="again"))
+    task.apply_async(args=(job.to_dict(),))  # delivered twice all the same (another task id, as a redelivery)
+    workers(concurrency=2)
+    frames = sse_events(runner.relay, job.turn_id)
+    events = [json.loads(data) for _, name, data in frames if name != "end"]
+    assert events[-1]["type"] == "message_complete" and not any(e["type"] == "error" for e in events)
+    assert runner.store.load("s1").data["turn_index"] == 1
+
+
 def test_the_runner_factory_runs_once_per_process_and_must_return_a_runner(redis_client):
     app = celery.Celery("local")
     calls = []

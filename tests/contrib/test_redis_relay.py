@@ -183,6 +183,20 @@ def test_the_stream_expires_ttl_seconds_after_its_last_append(redis_client):
     assert redis_client.pttl("agcore:turn:{turn-2}") == -1
 
 
+def test_a_publish_whose_reply_was_lost_and_that_redis_py_sent_again_appends_once(lossy_client, redis_client):
+    proxy, client = lossy_client
+    relay = RedisEventRelay(client)
+    relay.publish("warm-up", TextDelta("x"))  # the script is in the server now: a publish is one EVALSHA
+    first = relay.publish("t1", TextDelta("a"))
+    proxy.lose_next_reply(b"turn:{t1}")
+    second = relay.publish("t1", TextDelta("b"))
+    assert proxy.reply_lost.is_set()
+    third = relay.publish("t1", TextDelta("b"))  # the same event again, published again: a new entry
+    relay.finish("t1")
+    assert [entry_id for entry_id, _ in relay.read("t1", timeout=5)] == [first, second, third]
+    assert [event.text for _, event in relay.read("t1", timeout=5)] == ["a", "b", "b"]
+
+
 def test_publishing_after_finish_is_refused(relay):
     relay.publish("turn-1", TextDelta("a"))
     relay.finish("turn-1")
@@ -272,6 +286,43 @@ def test_sse_with_last_event_id_resumes_after_it_and_an_empty_header_starts_over
     assert len(parse_sse(relay.sse("turn-1", last_event_id=""))) == len(events) + 1
     after_the_end = parse_sse(relay.sse("turn-1", last_event_id=ids[-1]))
     assert [p.event for p in after_the_end] == ["end"]
+
+
+@pytest.mark.parametrize("bad", ["١٧٠٠٠٠٠٠٠٠٠٠٠-٠", "1700000000000-0\n", " 1-0", "1700000000000", "1-2-3", "-1-0",
+                                 "18446744073709551616-0", "1-18446744073709551616", "", b"\xff-1", 1700])
+def test_a_malformed_last_event_id_raises_value_error_at_the_call_before_any_redis_call(relay, redis_client, bad):
+    publish_all(relay, "turn-1", turn_events()[:2])
+    calls = redis_client.info("stats")["total_commands_processed"]
+    if bad != "":  # "" means "from the start" for sse (a browser's empty header)
+        with pytest.raises(ValueError, match="last_event_id must be a Redis stream entry id"):
+            relay.sse("turn-1", last_event_id=bad)
+    with pytest.raises(ValueError, match="after must be a Redis stream entry id"):
+        relay.read("turn-1", after=bad)
+    assert redis_client.info("stats")["total_commands_processed"] == calls + 1  # the INFO itself
+
+
+def test_an_id_that_is_not_an_entry_of_this_turn_raises_value_error_at_the_call_even_while_it_runs(relay):
+    other = publish_all(relay, "turn-2", turn_events()[:2])  # another turn's ids
+    mine = relay.publish("turn-1", TextDelta("a"))  # turn-1 runs: no end mark yet
+    future = f"{int(mine.split('-')[0]) + 60_000}-0"
+    for entry_id, turn in ((other[0], "turn-1"), (future, "turn-1"), (mine, "never-existed")):
+        with pytest.raises(ValueError, match=f"is not an entry of turn '{turn}'"):
+            relay.sse(turn, last_event_id=entry_id, timeout=WAIT)
+        with pytest.raises(ValueError, match=f"is not an entry of turn '{turn}'"):
+            relay.read(turn, after=entry_id, timeout=WAIT)
+    relay.finish("turn-1")
+    with pytest.raises(ValueError, match="is not an entry"):  # before the end, not an entry: still refused
+        relay.read("turn-1", after="0-1")
+
+
+def test_an_id_at_or_after_the_end_of_a_finished_turn_returns_at_once(relay):
+    ids = publish_all(relay, "turn-1", turn_events()[:2])
+    end_id = relay.finish("turn-1")
+    later = f"{int(end_id.split('-')[0]) + 60_000}-0"
+    for entry_id in (end_id, later, "18446744073709551615-18446744073709551615"):
+        assert list(relay.read("turn-1", after=entry_id)) == []  # no timeout: it must not wait
+        assert list(relay.sse("turn-1", last_event_id=entry_id)) == [b"event: end\ndata: {}\n\n"]
+    assert [entry_id for entry_id, _ in relay.read("turn-1", after=ids[0])] == ids[1:]
 
 
 def _json(event) -> bytes:

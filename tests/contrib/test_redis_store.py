@@ -7,7 +7,14 @@ import sys
 
 import pytest
 
-from agcore_sync import AgentSession, MockProvider, SessionStoreError, StoredSession
+from agcore_sync import (
+    AgentSession,
+    MockProvider,
+    SessionBusyError,
+    SessionConflictError,
+    SessionStoreError,
+    StoredSession,
+)
 from agcore_sync.contrib.redis import SCHEMA_VERSION, RedisSessionStore
 from tests.support.store_contract import StoreContract
 
@@ -86,6 +93,62 @@ def test_a_corrupt_stored_session_is_a_store_error_naming_it_and_is_not_overwrit
     with pytest.raises(SessionStoreError, match="corrupt"):
         store.load("chat-1")
     assert redis_client.hget("agcore:session:{chat-1}", "data") == b"{\"n\": 1, trunc"
+
+
+def test_a_save_whose_reply_was_lost_and_that_redis_py_sent_again_is_applied_once_and_succeeds(
+        lossy_client, redis_client):
+    proxy, client = lossy_client
+    store = RedisSessionStore(client)
+    store.save("warm-up", {"n": 0})  # the script is in the server now: a save is one EVALSHA
+    proxy.lose_next_reply(b"session:{chat-1}")
+    assert store.save("chat-1", {"n": 1}) == 1
+    assert proxy.reply_lost.is_set()
+    proxy.lose_next_reply(b"session:{chat-1}")
+    assert store.save("chat-1", {"n": 2}, expected_version=1) == 2
+    assert proxy.reply_lost.is_set()
+    assert store.load("chat-1") == StoredSession({"n": 2}, 2)
+    assert redis_client.get("agcore:session-version:{chat-1}") == b"2"  # each save counted once
+    with pytest.raises(SessionConflictError):  # a real conflict is still one
+        store.save("chat-1", {"n": 3}, expected_version=1)
+
+
+def test_a_lease_whose_reply_was_lost_and_that_redis_py_sent_again_is_held(lossy_client, redis_client):
+    proxy, client = lossy_client
+    store = RedisSessionStore(client)
+    with store.lease("warm-up", ttl=5):
+        pass
+    proxy.lose_next_reply(b"session-lease:{chat-1}")
+    with store.lease("chat-1", ttl=5) as lease:
+        assert proxy.reply_lost.is_set() and lease.held
+        with pytest.raises(SessionBusyError):
+            with RedisSessionStore(redis_client).lease("chat-1", ttl=5):
+                pass
+    assert redis_client.exists("agcore:session-lease:{chat-1}") == 0
+
+
+@pytest.mark.parametrize("field, value", [("version", "abc"), ("version", "1.5"), ("version", "0"),
+                                          ("version", "١"), ("version", None), ("schema", "x"), ("schema", None),
+                                          ("data", '{"n": 1, trunc'), ("data", "[1, 2]"), ("data", None)])
+def test_a_corrupt_version_or_data_is_a_store_error_on_load_and_on_save_and_delete_removes_it(
+        redis_client, field, value):
+    store = RedisSessionStore(redis_client)
+    store.save("chat-1", {"n": 1})
+    key = "agcore:session:{chat-1}"
+    if value is None:
+        redis_client.hdel(key, field)
+    else:
+        redis_client.hset(key, field, value)
+    before = redis_client.hgetall(key)
+    for call in (lambda: store.load("chat-1"), lambda: store.save("chat-1", {"n": 2}, expected_version=1),
+                 lambda: store.save("chat-1", {"n": 2}),
+                 lambda: AgentSession.load(store, "chat-1", provider=MockProvider([]))):
+        with pytest.raises(SessionStoreError, match="corrupt") as caught:
+            call()
+        assert caught.value.session_id == "chat-1" and "store.delete('chat-1')" in str(caught.value)
+    assert redis_client.hgetall(key) == before  # never overwritten
+    assert store.delete("chat-1") is True
+    assert store.load("chat-1") is None
+    assert store.save("chat-1", {"n": 3}) == 2  # versions still never repeat
 
 
 def test_a_session_of_a_newer_schema_is_refused_and_not_overwritten(redis_client):

@@ -220,6 +220,35 @@ def test_bad_decisions_reach_the_relay_and_the_worker_goes_on(workers, queue, ru
     assert rq_job.get_status(refresh=True) == "finished"  # delivered as an event, not a failed job
 
 
+def test_a_turn_delivered_twice_to_two_workers_runs_once_and_its_browser_sees_it_end_cleanly(
+        workers, queue, runner, redis_client):
+    workers(2)
+    job = new_turn("s1", 'call hold {"name": "twice"}')
+    enqueue_turn(queue, jobs_app.run_turn, job)
+    reader, seen = read_until(runner.relay, job.turn_id, ToolExecutionStarted)  # the first worker runs it
+    again = queue.enqueue(jobs_app.run_turn, job.to_dict())  # RQ delivers the same turn again
+    assert again.latest_result(timeout=int(WAIT)).type == rq.results.Result.Type.SUCCESSFUL  # the other worker
+    assert not runner.relay.finished(job.turn_id)
+    redis_client.rpush(jobs_app.release_key("twice"), "go")
+    seen.extend(event for _, event in reader)
+    assert isinstance(seen[-1], MessageComplete), seen
+    assert not any(type(e).__name__ == "Error" for e in seen)
+    frames = sse_events(runner.relay, job.turn_id)
+    assert "SessionBusyError" not in json.dumps(frames) and frames[-1][1] == "end"
+    assert runner.store.load("s1").data["turn_index"] == 1
+
+
+def test_enqueue_turn_refuses_a_turn_id_already_used(workers, queue, runner):
+    job = new_turn("s1", "What is 6 * 7?")
+    enqueue_turn(queue, jobs_app.run_turn, job)
+    with pytest.raises(ValueError, match="was used already"):
+        enqueue_turn(queue, jobs_app.run_turn, job)
+    workers(1)
+    sse_events(runner.relay, job.turn_id)  # it ran, once
+    with pytest.raises(ValueError, match="was used already"):
+        enqueue_turn(queue, jobs_app.run_turn, TurnJob(session_id="s1", turn_id=job.turn_id, user_input="again"))
+
+
 def test_enqueue_turn_checks_its_arguments(queue):
     job = new_turn("s1", "hi")
     with pytest.raises(TypeError, match="queue"):

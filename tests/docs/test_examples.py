@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import runpy
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,3 +48,24 @@ def test_the_example_runs(path, capsys, monkeypatch):
             monkeypatch.setenv("REDIS_URL", stack.enter_context(RedisServer()).url)
         runpy.run_path(str(path), run_name="__main__")
     assert capsys.readouterr().out.strip()
+
+
+def test_background_turn_without_redis_says_so_in_one_line_and_exits_non_zero():
+    pytest.importorskip("redis", reason="background_turn.py needs the `redis` package")
+    with socket.socket() as sock:  # a port where nothing listens
+        sock.bind(("127.0.0.1", 0))
+        url = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+    done = subprocess.run([sys.executable, str(EXAMPLES / "background_turn.py")], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "REDIS_URL": url})
+    assert done.returncode != 0 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "needs a Redis server" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("folder", ["flask_worker", "django_worker"])
+def test_the_redis_snapshot_the_worker_readmes_leave_behind_is_ignored_by_git(folder):
+    if not (EXAMPLES.parents[1] / ".git").exists():
+        pytest.skip("not a git checkout")
+    snapshot = EXAMPLES / folder / "dump.rdb"  # where `redis-server --port 6379` of the README writes it
+    done = subprocess.run(["git", "check-ignore", "-q", str(snapshot)], cwd=EXAMPLES, capture_output=True)
+    assert done.returncode == 0, f"{snapshot} is not ignored"

@@ -16,6 +16,7 @@ from werkzeug.serving import make_server
 from agcore_sync._http.sse import SseParser
 from agcore_sync.llm.events import (
     ContentBlockStart,
+    CostUpdate,
     MessageComplete,
     MessageStart,
     StreamEvent,
@@ -293,3 +294,12 @@ def test_the_factory_needs_no_arguments_and_the_demo_model_calls_the_tools(serve
     text = "".join(event.text for _, event in pairs if isinstance(event, TextDelta))
     assert "391" in text
     assert pairs[-1][0] == "done"
+
+
+def test_the_done_events_cost_agrees_with_the_turns_cost_updates(serve):
+    server = serve()  # the demo model: its calls report a price of 0.0, which the session's table lacks
+    with post(f"{server.url}/chat/cost", "What is 2 + 3?") as response:
+        events = events_of(response)
+    costs = [event.cost_usd for _, event in events[:-1] if isinstance(event, CostUpdate)]
+    assert len(costs) == 2 and costs == [0.0, 0.0]
+    assert events[-1] == ("done", {"turn_index": 1, "cost_usd": sum(costs)})

@@ -256,6 +256,18 @@ class StoreContract:
         with other.lease("chat-1", ttl=5) as again:
             assert again.held
 
+    @pytest.mark.parametrize("ttl", [1e12, 1e-9, 0.49, 86_400.5, float("inf"), -1, True])
+    def test_a_lease_ttl_outside_half_a_second_to_a_day_is_refused(self, store, ttl):
+        with pytest.raises(ValueError, match="from 0.5 to 86,400"):
+            store.lease("chat-1", ttl=ttl)
+        assert lease_threads() == []
+
+    def test_a_lease_ttl_of_half_a_second_or_a_day_is_taken(self, store):
+        for ttl in (0.5, 86_400):
+            with store.lease("chat-1", ttl=ttl) as lease:
+                assert lease.held and lease.ttl == ttl
+        assert lease_threads() == []
+
     def test_a_lease_does_not_guard_saves_versions_do(self, store):
         with store.lease("chat-1", ttl=5):
             assert store.save("chat-1", {"n": 1}) == 1

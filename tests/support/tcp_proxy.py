@@ -3,7 +3,10 @@
 ``TcpProxy(port)`` forwards every connection to ``127.0.0.1:port``.
 :meth:`TcpProxy.drop` shuts down every connection open at that moment (the
 client sees its connection reset mid-response; new connections work);
-:meth:`TcpProxy.close` stops accepting, drops all and joins its threads.
+:meth:`TcpProxy.lose_next_reply` forwards the next request that contains a
+marker and then drops the connection instead of forwarding the answer (the
+server did the work; the client never hears of it, as when a network fails
+between the two). :meth:`TcpProxy.close` stops accepting, drops all and joins its threads.
 One accept thread and one forwarding thread per connection, each waiting in
 ``select`` with a short timeout so a stop is seen at once.
 """
@@ -14,7 +17,7 @@ import itertools
 import select
 import socket
 import threading
-from typing import List, Set
+from typing import List, Optional, Set
 
 #: Seconds a proxy thread waits in select before looking at the stop flag.
 POLL_S = 0.1
@@ -40,6 +43,9 @@ class TcpProxy:
         self._threads: List[threading.Thread] = []
         #: How many connections drop() has cut so far.
         self.dropped = 0
+        #: Set when a reply was lost by lose_next_reply().
+        self.reply_lost = threading.Event()
+        self._lose_after: Optional[bytes] = None
         self._start(self._accept_loop)
 
     def _start(self, target, *args) -> None:
@@ -66,9 +72,24 @@ class TcpProxy:
                 self._pairs.add(pair)
             self._start(self._forward, pair)
 
+    def lose_next_reply(self, marker: bytes) -> None:
+        """Forward the next request containing ``marker``, then close its connection instead of answering."""
+        with self._lock:
+            self._lose_after = marker
+            self.reply_lost.clear()
+
+    def _doomed(self, data: bytes) -> bool:
+        """Say whether ``data`` (from a client) is the request whose reply is to be lost (once)."""
+        with self._lock:
+            if self._lose_after is None or self._lose_after not in data:
+                return False
+            self._lose_after = None
+            return True
+
     def _forward(self, pair: tuple) -> None:
         client, upstream = pair
         other = {client: upstream, upstream: client}
+        doomed = False
         try:
             while not self._stop.is_set():
                 readable = select.select([client, upstream], [], [], POLL_S)[0]
@@ -76,6 +97,11 @@ class TcpProxy:
                     data = sock.recv(65536)
                     if not data:
                         return
+                    if sock is upstream and doomed:  # the server answered: lose it, and the connection
+                        self.reply_lost.set()
+                        return
+                    if sock is client and self._doomed(data):
+                        doomed = True
                     other[sock].sendall(data)
         except OSError:
             return  # dropped, or a peer reset

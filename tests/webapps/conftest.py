@@ -73,6 +73,40 @@ def django_app(redis_server, log_dir):
     yield from _run([Gunicorn("site_app.wsgi:application", workers=2, cwd=cwd, env=env, log_dir=log_dir), worker])
 
 
+def _own_dir(log_dir, name):
+    path = log_dir / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _dead_redis_url() -> str:
+    """A redis:// URL of a port of 127.0.0.1 where nothing listens."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+
+
+@pytest.fixture(scope="module")
+def flask_app_without_redis(redis_server, log_dir):
+    """docs/examples/flask_worker under gunicorn (1 worker) whose REDIS_URL reaches nothing."""
+    pytest.importorskip("flask", reason="flask is not installed: pip install -e '.[test]'")
+    cwd = EXAMPLES / "flask_worker"
+    yield from _run([Gunicorn("app:create_app()", workers=1, cwd=cwd, env=child_env(_dead_redis_url(), cwd),
+                              log_dir=_own_dir(log_dir, "no-redis"))])
+
+
+@pytest.fixture(scope="module")
+def django_app_without_redis(redis_server, log_dir):
+    """docs/examples/django_worker under gunicorn (1 worker) whose REDIS_URL reaches nothing."""
+    pytest.importorskip("django", reason="django is not installed: pip install -e '.[test]'")
+    cwd = EXAMPLES / "django_worker"
+    env = child_env(_dead_redis_url(), cwd, DJANGO_DB_PATH=str(log_dir / "django-no-redis.sqlite3"))
+    yield from _run([Gunicorn("site_app.wsgi:application", workers=1, cwd=cwd, env=env,
+                              log_dir=_own_dir(log_dir, "no-redis"))])
+
+
 @pytest.fixture
 def http():
     """A requests session, closed after the test."""

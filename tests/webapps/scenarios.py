@@ -55,6 +55,13 @@ def the_page_shows_tools_approvals_and_the_answer(http: requests.Session, app: G
         assert needle in page.text
 
 
+def pin(relay: RedisEventRelay, name: str, text: str) -> Tuple[str, str]:
+    """Publish a quiet turn of the test's own, known to the app as its turns are; return (turn id, entry id)."""
+    turn_id = f"{name}-{uuid.uuid4().hex}"
+    relay.client.set(f"example:turn-session:{turn_id}", "pinned", ex=600)  # what the app writes when it enqueues
+    return turn_id, relay.publish(turn_id, TextDelta(text))
+
+
 def approval_crosses_two_gunicorn_workers(http: requests.Session, app: Gunicorn, relay: RedisEventRelay) -> None:
     """Start a turn on one web process, approve it on the other, stream the answer.
 
@@ -62,8 +69,8 @@ def approval_crosses_two_gunicorn_workers(http: requests.Session, app: Gunicorn,
     pins it: the test publishes to two turns of its own ("pins") to decide
     which process gets the next request, and proves it with X-Worker-Pid.
     """
-    pin_1, pin_2 = f"pin-{uuid.uuid4().hex}", f"pin-{uuid.uuid4().hex}"
-    first_entry = relay.publish(pin_1, TextDelta("pin one"))
+    pin_1, first_entry = pin(relay, "pin", "pin one")
+    pin_2, _ = pin(relay, "pin", "pin two")
     with SseClient(http, f"{app.url}/turns/{pin_1}/events") as pinned:
         first_pid = pinned.pid
         turn, start_pid = start_turn(http, app, "What is 17 * 23?")
@@ -77,7 +84,6 @@ def approval_crosses_two_gunicorn_workers(http: requests.Session, app: Gunicorn,
         assert request["tool_name"] == "multiply" and request["arguments"] == {"a": 17, "b": 23}
 
         # Pin the process that started the turn and free the other: the approval must land there.
-        relay.publish(pin_2, TextDelta("pin two"))
         with SseClient(http, f"{app.url}/turns/{pin_2}/events") as pinned_2:
             assert pinned_2.pid == start_pid
             relay.finish(pin_1)
@@ -105,9 +111,8 @@ def a_client_that_leaves_a_quiet_stream_frees_its_web_process(http: requests.Ses
     client goes away. Only the heartbeat can free its process: the next
     request must be served there, long before the turn's next event.
     """
-    quiet_1, quiet_2 = f"quiet-{uuid.uuid4().hex}", f"quiet-{uuid.uuid4().hex}"
-    relay.publish(quiet_1, TextDelta("one"))
-    relay.publish(quiet_2, TextDelta("two"))
+    quiet_1, _ = pin(relay, "quiet", "one")
+    quiet_2, _ = pin(relay, "quiet", "two")
     try:
         with SseClient(http, f"{app.url}/turns/{quiet_1}/events") as leaving:
             left_pid = leaving.pid
@@ -166,3 +171,42 @@ def bad_requests_get_a_400_and_unknown_turns_a_404(http: requests.Session, app: 
     for body in ({"decisions": {}}, {"decisions": {"c": {"approve": "yes"}}}, {"decisions": {"c": {"deny": 3}}}, []):
         response = http.post(f"{app.url}/turns/{turn['turn_id']}/approve", json=body, timeout=HTTP_TIMEOUT)
         assert response.status_code == 400, body
+
+
+def unknown_turns_and_ids_of_other_turns_are_refused_at_once(http: requests.Session, app: Gunicorn,
+                                                            relay: RedisEventRelay) -> None:
+    """An unknown turn's events are a 404 (not a 200 that keeps alive forever); a foreign Last-Event-ID a 400."""
+    unknown = http.get(f"{app.url}/turns/{uuid.uuid4().hex}/events", timeout=HTTP_TIMEOUT)
+    assert unknown.status_code == 404 and "no turn" in unknown.json()["error"]
+    other, other_entry = pin(relay, "other", "another turn's event")  # older than every entry of the turn
+    relay.finish(other)
+    turn, _ = start_turn(http, app, "What is 2 + 3?")
+    for last_event_id in (other_entry, "1-0"):
+        refused = http.get(f"{app.url}/turns/{turn['turn_id']}/events", headers={"Last-Event-ID": last_event_id},
+                           timeout=HTTP_TIMEOUT)
+        assert refused.status_code == 400 and "last_event_id" in refused.json()["error"], refused.text
+    list(relay.read(turn["turn_id"], timeout=TURN_TIMEOUT))  # let the turn end before the next test
+
+
+def a_second_approval_is_a_plain_409(http: requests.Session, app: Gunicorn, relay: RedisEventRelay) -> None:
+    """Approving twice answers a JSON error meant for the page's user, not the library's advice."""
+    turn, _ = start_turn(http, app, "What is 17 * 23?")
+    events = [event for _, event in relay.read(turn["turn_id"], timeout=TURN_TIMEOUT)]
+    [request] = events[-1].requests
+    decisions = {"decisions": {request.tool_call_id: {"approve": True}}}
+    first = http.post(f"{app.url}/turns/{turn['turn_id']}/approve", json=decisions, timeout=HTTP_TIMEOUT)
+    assert first.status_code == 202, first.text
+    second = http.post(f"{app.url}/turns/{turn['turn_id']}/approve", json=decisions, timeout=HTTP_TIMEOUT)
+    assert second.status_code == 409 and second.headers["Content-Type"].startswith("application/json")
+    assert "already" in second.json()["error"] and "submit_turn" not in second.text
+    resumed = [event for _, event in relay.read(first.json()["turn_id"], timeout=TURN_TIMEOUT)]
+    assert "17 x 23 = 391" in "".join(getattr(event, "text", "") for event in resumed)
+
+
+def redis_down_is_a_json_503_naming_redis(http: requests.Session, app: Gunicorn) -> None:
+    started = http.post(f"{app.url}/turns", json={"message": "What is 2 + 3?"}, timeout=HTTP_TIMEOUT)
+    assert started.status_code == 503 and "Redis" in started.json()["error"], started.text
+    for path in (f"/turns/{uuid.uuid4().hex}/events", f"/turns/{uuid.uuid4().hex}/cancel"):
+        call = http.get if path.endswith("events") else http.post
+        response = call(app.url + path, timeout=HTTP_TIMEOUT)
+        assert response.status_code == 503 and "Redis" in response.json()["error"], response.text

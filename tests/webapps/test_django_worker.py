@@ -54,3 +54,16 @@ def test_the_page_is_the_flask_example_s_page():
     examples = ROOT / "docs" / "examples"
     django_page, flask_page = (examples / name / "index.html" for name in ("django_worker", "flask_worker"))
     assert django_page.read_text() == flask_page.read_text()  # one page, two copies: they must not drift
+
+
+def test_an_unknown_turn_is_a_404_and_an_id_of_another_turn_a_400_at_once(app, http, relay):
+    scenarios.unknown_turns_and_ids_of_other_turns_are_refused_at_once(http, app, relay)
+
+
+def test_approving_a_turn_twice_is_a_json_409_meant_for_a_browser(app, http, relay):
+    scenarios.a_second_approval_is_a_plain_409(http, app, relay)
+
+
+def test_with_redis_down_the_app_answers_a_json_503_naming_redis(django_app_without_redis, http):
+    scenarios.with_csrf(http, django_app_without_redis)
+    scenarios.redis_down_is_a_json_503_naming_redis(http, django_app_without_redis)

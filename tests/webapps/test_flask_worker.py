@@ -39,3 +39,16 @@ def test_cancel_from_the_web_side_stops_the_turn_in_the_job_worker(app, http, re
 
 def test_bad_requests_get_a_400_and_unknown_turns_a_404(app, http):
     scenarios.bad_requests_get_a_400_and_unknown_turns_a_404(http, app)
+
+
+def test_an_unknown_turn_is_a_404_and_an_id_of_another_turn_a_400_at_once(app, http, relay):
+    scenarios.unknown_turns_and_ids_of_other_turns_are_refused_at_once(http, app, relay)
+
+
+def test_approving_a_turn_twice_is_a_json_409_meant_for_a_browser(app, http, relay):
+    scenarios.a_second_approval_is_a_plain_409(http, app, relay)
+
+
+def test_with_redis_down_the_app_answers_a_json_503_naming_redis(flask_app_without_redis, http):
+    scenarios.with_csrf(http, flask_app_without_redis)
+    scenarios.redis_down_is_a_json_503_naming_redis(http, flask_app_without_redis)

@@ -9,13 +9,17 @@ Routes (JSON in, JSON out, except the page and the event stream):
   none is given).
 - ``GET /turns/<turn_id>/events``: the turn's events as Server-Sent Events,
   read from Redis (any web process serves any turn). A client that
-  reconnects sends ``Last-Event-ID`` and gets each event it missed, once.
+  reconnects sends ``Last-Event-ID`` and gets each event it missed, once
+  (400 for an id that is not one of this turn's). An unknown turn is 404.
 - ``POST /turns/<turn_id>/approve`` ``{"decisions": {call_id: {"approve":
   true} | {"deny": "reason"}}}``: enqueue the resume of a paused turn;
-  answers ``202 {"session_id", "turn_id"}`` with a new turn id.
+  answers ``202 {"session_id", "turn_id"}`` with a new turn id; a turn
+  answered already is 409.
 - ``POST /turns/<turn_id>/cancel``: ask the worker to stop the turn (202).
 
-Every response carries ``X-Worker-Pid``, the web process that served it.
+Errors are JSON ``{"error": "..."}`` written for the page's user; with Redis
+unreachable every route but the page answers 503. Every response carries
+``X-Worker-Pid``, the web process that served it.
 Run it with gunicorn (see README.rst); the page's event streams hold a
 worker each, so use the ``gthread`` worker class with enough threads.
 """
@@ -27,11 +31,14 @@ import uuid
 from typing import Any, Dict, Iterator, Optional
 
 import agent
+import redis
 from flask import Flask, Response, jsonify, request, send_from_directory
 from rq import Queue
 from tasks import run_turn
 
+from agcore_sync import SessionStoreError
 from agcore_sync.contrib.jobs import TurnJob
+from agcore_sync.contrib.redis import RelayError
 from agcore_sync.contrib.rq import enqueue_turn
 
 #: Seconds without an event before the stream sends a comment line: it keeps proxies from
@@ -49,6 +56,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _turn_key(turn_id: str) -> str:
     return f"example:turn-session:{turn_id}"
+
+
+def _answered_key(turn_id: str) -> str:
+    return f"example:turn-answered:{turn_id}"
 
 
 def _enqueue(job: TurnJob) -> Response:
@@ -129,12 +140,24 @@ def create_app() -> Flask:
         return _enqueue(TurnJob(session_id=session_id or uuid.uuid4().hex, turn_id=uuid.uuid4().hex,
                                 user_input=message))
 
+    @app.errorhandler(redis.RedisError)
+    @app.errorhandler(RelayError)
+    @app.errorhandler(SessionStoreError)
+    def redis_unavailable(exc: Exception) -> Response:
+        app.logger.warning("Redis failed: %s", exc)
+        return jsonify(error="the server cannot reach Redis (its job queue and event store) just now; "
+                             "try again in a moment"), 503
+
     @app.get("/turns/<turn_id>/events")
     def events(turn_id: str) -> Response:
+        known = agent.client().exists(_turn_key(turn_id))
         try:
             body = sse_body(turn_id, request.headers.get("Last-Event-ID"))
         except ValueError as exc:
             return _bad_request(str(exc))
+        if not known:
+            body.close()
+            return jsonify(error=f"no turn {turn_id!r} (it never started, or it ended over an hour ago)"), 404
         return Response(body, mimetype="text/event-stream",
                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -146,6 +169,8 @@ def create_app() -> Flask:
         decisions = _decisions(request.get_json(silent=True))
         if decisions is None:
             return _bad_request('send {"decisions": {call_id: {"approve": true} or {"deny": "reason"}}}')
+        if not agent.client().set(_answered_key(turn_id), "1", nx=True, ex=TURN_TTL_S):
+            return jsonify(error="this turn was approved or denied already; its answer is on the way"), 409
         return _enqueue(TurnJob(session_id=session_id.decode(), turn_id=uuid.uuid4().hex, decisions=decisions))
 
     @app.post("/turns/<turn_id>/cancel")

@@ -19,6 +19,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "site_app.middleware.worker_pid",
+    "site_app.middleware.redis_unavailable",
 ]
 ROOT_URLCONF = "site_app.urls"
 WSGI_APPLICATION = "site_app.wsgi.application"

@@ -40,6 +40,10 @@ def _turn_key(turn_id: str) -> str:
     return f"example:turn-session:{turn_id}"
 
 
+def _answered_key(turn_id: str) -> str:
+    return f"example:turn-answered:{turn_id}"
+
+
 def _enqueue(job: TurnJob) -> JsonResponse:
     agent.client().set(_turn_key(job.turn_id), job.session_id, ex=TURN_TTL_S)
     run_turn.delay(job.to_dict())
@@ -118,11 +122,16 @@ def start_turn(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def events(request: HttpRequest, turn_id: str) -> HttpResponse:
-    """The turn's events as Server-Sent Events (``Last-Event-ID`` resumes)."""
+    """The turn's events as Server-Sent Events (``Last-Event-ID`` resumes); 404 for an unknown turn."""
+    known = agent.client().exists(_turn_key(turn_id))
     try:
         body = sse_body(turn_id, request.headers.get("Last-Event-ID"))
     except ValueError as exc:
         return _bad_request(str(exc))
+    if not known:
+        body.close()
+        return JsonResponse({"error": f"no turn {turn_id!r} (it never started, or it ended over an hour ago)"},
+                            status=404)
     response = StreamingHttpResponse(body, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
@@ -131,13 +140,16 @@ def events(request: HttpRequest, turn_id: str) -> HttpResponse:
 
 @require_POST
 def approve(request: HttpRequest, turn_id: str) -> HttpResponse:
-    """``{"decisions": {...}}`` -> 202 ``{"session_id", "turn_id"}`` of the resumed turn."""
+    """``{"decisions": {...}}`` -> 202 ``{"session_id", "turn_id"}`` of the resumed turn; 409 the second time."""
     session_id = agent.client().get(_turn_key(turn_id))
     if session_id is None:
         return JsonResponse({"error": f"no turn {turn_id!r}"}, status=404)
     decisions = _decisions(_json(request))
     if decisions is None:
         return _bad_request('send {"decisions": {call_id: {"approve": true} or {"deny": "reason"}}}')
+    if not agent.client().set(_answered_key(turn_id), "1", nx=True, ex=TURN_TTL_S):
+        return JsonResponse({"error": "this turn was approved or denied already; its answer is on the way"},
+                            status=409)
     return _enqueue(TurnJob(session_id=session_id.decode(), turn_id=uuid.uuid4().hex, decisions=decisions))
 
 
