@@ -16,10 +16,11 @@ no socket. Its rule (causal replay):
    such row in recorded order is used up. None equal raises
    :class:`~agcore_sync.testing.CassetteMismatchError` against the first
    unused client row.
-2. A server row is delivered once every client row before it is used,
-   in recorded order; a response carries the id of the live request its
-   recorded request matched (requests sent from several threads may get
-   their ids in another order than when recording).
+2. A server response is delivered once its request's row is used, with
+   the id of the live request that matched it (requests sent from several
+   threads, or in another order, get other ids than when recording); a
+   server notification or request once every client row before it is
+   used. Released rows go out in recorded order.
 3. Delivery happens on the thread whose ``send`` made rows deliverable
    (as the HTTP transport delivers on the sending thread), one thread at
    a time, so the client sees the server's messages in recorded order.
@@ -205,17 +206,23 @@ class ReplayTransport(Transport):
             "change is intended", path=self.path, line=row.line, json_path=json_path, recorded=recorded, sent=value)
 
     def _release(self) -> None:
-        """Queue the server rows whose client rows before them are all used (rule 2); under ``_lock``."""
+        """Queue the server rows rule 2 releases, in recorded order; under ``_lock``."""
+        blocked = False  # an unused client row was passed: later notifications and requests wait
         for index, row in enumerate(self._rows):
+            message = row.data["message"]
             if row.data["from"] == _CLIENT:
-                if not self._used[index]:
-                    return
-            elif not self._used[index]:
-                self._used[index] = True
-                message = copy.deepcopy(row.data["message"])
-                if "method" not in message and message.get("id") in self._ids:
-                    message["id"] = self._ids[message["id"]]
-                self._outbox.append(message)
+                blocked = blocked or not self._used[index]
+                continue
+            if self._used[index]:
+                continue
+            response = "method" not in message
+            if (response and message.get("id") not in self._ids) or (not response and blocked):
+                continue
+            self._used[index] = True
+            message = copy.deepcopy(message)
+            if response:
+                message["id"] = self._ids[message["id"]]
+            self._outbox.append(message)
 
     def _deliver(self) -> None:
         with self._delivering:
