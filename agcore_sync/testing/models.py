@@ -20,7 +20,9 @@ one instance may serve many threads and sessions.
    it is called with a schema-valid answer.
 3. Else the answer is text: a schema-valid JSON object when the request
    asks for native structured output (``MessageRequest.output``), else
-   ``text``.
+   ``text``. (The ``"prompted"`` output mode puts the schema in the system
+   prompt's prose, which this model does not read: give such a test a
+   :class:`FunctionModel`.)
 
 .. versionadded:: 0.3.0
 """
