@@ -19,7 +19,8 @@ Rules:
    process is gone (a killed run) is taken over; one whose process lives
    fails the second recorder, naming the first.
 4. Drift. A replay's mismatches are checked at the end of the test: one
-   the code under test swallowed still fails it.
+   the code under test swallowed (an error event, a tool error) still
+   fails it; one the test already failed with is not reported again.
 """
 
 from __future__ import annotations
@@ -190,8 +191,14 @@ class Cassettes:
         self._replays.append(replay)
         return replay
 
-    def finish(self) -> None:
-        """Move the recordings into place, release their locks, and fail on a swallowed drift (rule 4)."""
+    def finish(self, failure: Optional[BaseException] = None) -> None:
+        """Move the recordings into place, release their locks, and fail on a swallowed drift (rule 4).
+
+        Args:
+            failure: the exception the test failed with, if known (pytest
+                keeps it in ``sys.last_value``): a mismatch in its chain
+                already failed the test and is not reported twice.
+        """
         try:
             for temporary, path, _lock in self._recordings:
                 if os.path.exists(temporary):
@@ -199,6 +206,11 @@ class Cassettes:
         finally:
             for _temporary, _path, lock in self._recordings:
                 lock.release()
+        seen = set()
+        while failure is not None and id(failure) not in seen:
+            seen.add(id(failure))
+            failure = failure.__cause__ or failure.__context__
         for replay in self._replays:
-            if replay.mismatches:
-                raise replay.mismatches[0]
+            swallowed = [error for error in replay.mismatches if id(error) not in seen]
+            if swallowed:
+                raise swallowed[0]

@@ -30,6 +30,7 @@ for naming, xdist safety and drift.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Iterator
 
 import pytest
@@ -70,4 +71,6 @@ def agcore_cassette(request: Any) -> Iterator[Any]:
     try:
         yield cassettes
     finally:
-        cassettes.finish()
+        # pytest keeps the exception a failed test raised in sys.last_value (for post-mortem debugging).
+        failure = getattr(sys, "last_value", None)
+        cassettes.finish(failure if isinstance(failure, BaseException) else None)
