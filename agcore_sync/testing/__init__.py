@@ -10,7 +10,7 @@ pytest plugin (:mod:`agcore_sync.testing.pytest_plugin`, entry point
 agcore_sync loads, costs a test suite next to nothing until a test uses
 the ``agcore_cassette`` fixture. See ``docs/howto/testing.rst``.
 
-.. versionadded:: 0.3.0
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ None of them is an :class:`~agcore_sync.LlmError` or a
 model" path takes them for a provider's or a tool's bad luck. Their
 ``retryable`` flag is False, for code that reads the flag.
 
-.. versionadded:: 0.3.0
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class CassetteError(AgcoreError):
         path: the cassette's path, as given.
         line: the 1-based line the problem is on, when it is on one.
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     #: Never retried: replaying again gives the same answer.
@@ -69,7 +69,7 @@ class CassetteMismatchError(CassetteError):
         recorded: the recorded value at ``json_path``.
         sent: the value the code sent at ``json_path``.
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     def __init__(self, message: str, *, path: Optional[str] = None, line: Optional[int] = None,

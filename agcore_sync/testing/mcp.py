@@ -25,7 +25,7 @@ no socket. Its rule (causal replay):
    (as the HTTP transport delivers on the sending thread), one thread at
    a time, so the client sees the server's messages in recorded order.
 
-.. versionadded:: 0.3.0
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class RecordingTransport(Transport):
         with McpClient("notes", transport) as client:
             client.call_tool("search", {"query": "lunch"})
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     def __init__(self, inner: Transport, path: Any) -> None:
@@ -140,7 +140,7 @@ class ReplayTransport(Transport):
         CassetteError: no cassette there, a corrupt or cut line (named), a
             newer format version, or a provider cassette.
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     def __init__(self, path: Any) -> None:

@@ -24,7 +24,7 @@ one instance may serve many threads and sessions.
    prompt's prose, which this model does not read: give such a test a
    :class:`FunctionModel`.)
 
-.. versionadded:: 0.3.0
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class TestModel(LlmProvider):
         session = AgentSession(TestModel(), registry=registry)
         session.submit_turn("go")  # each tool runs once, then the answer is "done"
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     __test__ = False  # not a pytest test class, whatever its name
@@ -195,7 +195,7 @@ class FunctionModel(LlmProvider):
 
         provider = FunctionModel(answer)
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     def __init__(self, fn: Callable[[Sequence[Message], MessageRequest], FunctionResult], *,

@@ -17,7 +17,7 @@ recording); the first equal one answers, and is used up. None equal raises
 :class:`~agcore_sync.testing.CassetteMismatchError` naming the first
 differing JSON path against the first exchange not yet replayed.
 
-.. versionadded:: 0.3.0
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class RecordingProvider(LlmProvider):
 
         provider = RecordingProvider(OpenAIProvider(model="gpt-4o-mini"), "tests/cassettes/turn.jsonl")
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     def __init__(self, inner: LlmProvider, path: Any) -> None:
@@ -170,7 +170,7 @@ class ReplayProvider(LlmProvider):
         CassetteError: no cassette there, a corrupt or cut line (its number
             named), a newer format version, or an MCP cassette.
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2
     """
 
     def __init__(self, path: Any) -> None:

@@ -24,7 +24,7 @@ An MCP transport instead of a provider gives a recording or replaying
 transport on the same terms. See :class:`agcore_sync.testing._fixture.Cassettes`
 for naming, xdist safety and drift.
 
-.. versionadded:: 0.3.0
+.. versionadded:: 0.2
 """
 
 from __future__ import annotations
