@@ -74,8 +74,8 @@ class RecordingProvider(LlmProvider):
     A ``chat`` exchange is written when its response (or error) arrives; a
     stream's when it ends, fails (its events so far, then the error) or is
     closed early by the caller (its events so far, marked ``"closed"``).
-    Errors other than :class:`~agcore_sync.LlmError` are raised, not
-    recorded.
+    Errors other than :class:`~agcore_sync.LlmError` (a bug, not an answer)
+    are raised and leave no row.
 
     Args:
         inner: the provider that answers.
@@ -124,22 +124,20 @@ class RecordingProvider(LlmProvider):
         row: Dict[str, Any] = {"request": _neutral(request)}
         events: List[Dict[str, Any]] = []
         stream = self.inner.chat_stream(request)
-        ended = False
         try:
             for event in stream:
                 events.append(event.to_dict())
                 yield event
-            ended = True
         except llm_errors.LlmError as exc:
-            ended = True
             self._writer.write({**row, "events": events, "error": _error_row(exc)})
+            raise
+        except GeneratorExit:  # the caller closed the stream early
+            self._writer.write({**row, "events": events, "closed": True})
             raise
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
-            if not ended:  # closed by the caller (GeneratorExit) or a foreign error
-                self._writer.write({**row, "events": events, "closed": True})
         self._writer.write({**row, "events": events})
 
     def close(self) -> None:

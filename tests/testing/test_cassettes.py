@@ -326,3 +326,27 @@ def test_recording_into_a_read_only_folder_fails_before_the_request_is_sent(tmp_
 def test_a_recording_provider_refuses_what_is_not_a_provider(tmp_path):
     with pytest.raises(TypeError, match="inner"):
         RecordingProvider("gpt-4o", tmp_path / "c.jsonl")
+
+
+def test_a_foreign_error_of_the_inner_stream_is_raised_and_leaves_no_row(tmp_path):
+    def broken(_request):
+        yield from ()
+        raise KeyError("a bug in the provider")
+
+    recorder = RecordingProvider(MockProvider([MockProvider.stream(broken)]), tmp_path / "f.jsonl")
+    with pytest.raises(KeyError):
+        list(recorder.chat_stream(ask()))
+    assert len(lines(tmp_path / "f.jsonl")) == 1  # the header only
+
+
+def test_a_drift_inside_a_streamed_session_turn_ends_the_turn_and_is_kept_for_the_fixture(tmp_path):
+    from agcore_sync.agent.session import AgentSession
+    from agcore_sync.llm.events import Error
+
+    list(AgentSession(RecordingProvider(MockProvider([MockProvider.text("Sunny.")]), tmp_path / "s.jsonl"))
+         .submit_turn_stream("Weather in Paris?"))
+    replay = ReplayProvider(tmp_path / "s.jsonl")
+    events = list(AgentSession(replay).submit_turn_stream("Weather in Rome?"))
+    assert isinstance(events[-1], Error) and isinstance(events[-1].error, CassetteMismatchError)
+    assert replay.mismatches == [events[-1].error]
+    assert events[-1].error.json_path == "$.messages[0].content[0].text"
