@@ -323,6 +323,14 @@ def test_recording_into_a_read_only_folder_fails_before_the_request_is_sent(tmp_
     assert inner.requests == []
 
 
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs Linux sysfs, where even root cannot create files")
+def test_recording_where_even_root_may_not_write_fails_before_the_request_is_sent():
+    inner = MockProvider([MockProvider.text("never sent")])
+    with pytest.raises(CassetteError, match="cannot write cassette /sys/kernel/agcore-cassette.jsonl"):
+        RecordingProvider(inner, "/sys/kernel/agcore-cassette.jsonl")
+    assert inner.requests == [] and not os.path.exists("/sys/kernel/agcore-cassette.jsonl")
+
+
 def test_a_recording_provider_refuses_what_is_not_a_provider(tmp_path):
     with pytest.raises(TypeError, match="inner"):
         RecordingProvider("gpt-4o", tmp_path / "c.jsonl")
