@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import attrs
 
 from agcore_sync import _check
 from agcore_sync.llm import errors as llm_errors
 from agcore_sync.llm.cost import cost_usd
-from agcore_sync.llm.events import StreamEvent
+from agcore_sync.llm.events import MessageComplete, StreamEvent
 from agcore_sync.llm.mock import events_for
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.types import MessageRequest, MessageResponse
@@ -63,6 +65,18 @@ def _error_from(row: Dict[str, Any]) -> llm_errors.LlmError:
     cls = _ERRORS.get(row.get("class", ""), llm_errors.LlmError)
     return cls(str(row.get("message", "")), status_code=row.get("status_code"), retryable=row.get("retryable"),
                retry_after=row.get("retry_after"))
+
+
+@attrs.frozen(kw_only=True)
+class _Exchange:
+    """One recorded exchange, built when the cassette is read."""
+
+    line: int
+    request: Dict[str, Any]
+    response: Optional[MessageResponse]
+    events: Tuple[StreamEvent, ...]
+    error: Optional[Dict[str, Any]]
+    closed: bool
 
 
 class RecordingProvider(LlmProvider):
@@ -174,16 +188,29 @@ class ReplayProvider(LlmProvider):
     def __init__(self, path: Any) -> None:
         self.path = str(path)
         header, rows = read_cassette(self.path, "llm")
-        for row in rows:
-            if not isinstance(row.data.get("request"), dict):
-                raise CassetteError(f"cassette {self.path}, line {row.line}: an exchange without a request; "
-                                    "the file is corrupt, re-record it", path=self.path, line=row.line)
         self.model: Optional[str] = header.get("model")
         self.recorded_provider: Optional[str] = header.get("provider")
         self.mismatches: List[CassetteMismatchError] = []
-        self._rows = rows
+        self._exchanges = [self._exchange(row) for row in rows]
         self._used = [False] * len(rows)
         self._lock = threading.Lock()
+
+    def _exchange(self, row: Row) -> _Exchange:
+        """Build one exchange, so that a row that is JSON but not an exchange fails here, naming its line."""
+        data = row.data
+        try:
+            if not isinstance(data.get("request"), dict):
+                raise ValueError("no request")
+            response = MessageResponse.from_dict(data["response"]) if "response" in data else None
+            events = tuple(StreamEvent.from_dict(item) for item in data.get("events") or ())
+            error = data.get("error")
+            if error is not None and not isinstance(error, dict):
+                raise ValueError("an error that is not an object")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CassetteError(f"cassette {self.path}, line {row.line}: not a provider exchange ({exc!r}); "
+                                "the file is corrupt, re-record it", path=self.path, line=row.line) from None
+        return _Exchange(line=row.line, request=data["request"], response=response, events=events, error=error,
+                         closed=bool(data.get("closed")))
 
     def __repr__(self) -> str:
         return f"ReplayProvider({self.path!r}, remaining={self.remaining})"
@@ -194,25 +221,25 @@ class ReplayProvider(LlmProvider):
         with self._lock:
             return self._used.count(False)
 
-    def _take(self, request: MessageRequest) -> Row:
+    def _take(self, request: MessageRequest) -> _Exchange:
         sent = _neutral(request)
         with self._lock:
             waiting = [i for i, used in enumerate(self._used) if not used]
             for index in waiting:
-                if first_difference(self._rows[index].data["request"], sent) is None:
+                if first_difference(self._exchanges[index].request, sent) is None:
                     self._used[index] = True
-                    return self._rows[index]
-            error = self._mismatch(sent, self._rows[waiting[0]] if waiting else None)
+                    return self._exchanges[index]
+            error = self._mismatch(sent, self._exchanges[waiting[0]] if waiting else None)
             self.mismatches.append(error)
         raise error
 
-    def _mismatch(self, sent: Dict[str, Any], row: Optional[Row]) -> CassetteMismatchError:
+    def _mismatch(self, sent: Dict[str, Any], row: Optional[_Exchange]) -> CassetteMismatchError:
         if row is None:
             return CassetteMismatchError(
-                f"cassette {self.path}: the code sent a request, but all {len(self._rows)} recorded exchanges "
+                f"cassette {self.path}: the code sent a request, but all {len(self._exchanges)} recorded exchanges "
                 "were replayed already; re-record the cassette if the code now makes more requests",
                 path=self.path, json_path="$", recorded=None, sent=sent)
-        json_path, recorded, value = first_difference(row.data["request"], sent) or ("$", None, None)
+        json_path, recorded, value = first_difference(row.request, sent) or ("$", None, None)
         return CassetteMismatchError(
             f"cassette {self.path}, line {row.line}: the request differs from the recorded one at {json_path}: "
             f"recorded {shown(recorded)}, sent {shown(value)}; re-record the cassette if the change is intended",
@@ -220,35 +247,35 @@ class ReplayProvider(LlmProvider):
 
     def chat(self, request: MessageRequest) -> MessageResponse:
         """Return the recorded response of ``request`` (or raise its recorded error)."""
-        data = self._take(request).data
-        if "response" in data:
-            return MessageResponse.from_dict(data["response"])
-        for event in self._events(data):
-            if event.type == "message_complete":
-                return event.full_response  # type: ignore[attr-defined,no-any-return]
-        raise self._ending(data)
+        exchange = self._take(request)
+        if exchange.response is not None:
+            return exchange.response
+        for event in exchange.events:
+            if isinstance(event, MessageComplete):
+                return event.full_response
+        raise self._ending(exchange)
 
     def chat_stream(self, request: MessageRequest) -> Iterator[StreamEvent]:
         """Yield the recorded events of ``request`` (then raise its recorded error, if any)."""
         return self._stream(request)
 
     def _stream(self, request: MessageRequest) -> Iterator[StreamEvent]:
-        data = self._take(request).data
-        if "response" in data:
-            response = MessageResponse.from_dict(data["response"])
+        exchange = self._take(request)
+        if exchange.response is not None:
+            response = exchange.response
             yield from events_for(response, cost_usd(response.usage, response.model, None))
             return
-        yield from self._events(data)
-        if "error" in data or data.get("closed"):
-            raise self._ending(data)
+        yield from exchange.events  # frozen values: the same objects may be yielded again
+        if exchange.error is not None or exchange.closed:
+            raise self._ending(exchange)
 
-    def _events(self, data: Dict[str, Any]) -> Iterator[StreamEvent]:
-        for item in data.get("events") or ():
-            yield StreamEvent.from_dict(item)
-
-    def _ending(self, data: Dict[str, Any]) -> BaseException:
-        if "error" in data:
-            return _error_from(data["error"])
-        return CassetteError(f"cassette {self.path}: this exchange was recorded from a stream the caller closed "
-                             f"after {len(data.get('events') or ())} events; nothing more was recorded",
-                             path=self.path)
+    def _ending(self, exchange: _Exchange) -> BaseException:
+        if exchange.error is not None:
+            return _error_from(exchange.error)
+        if exchange.closed:
+            return CassetteError(f"cassette {self.path}, line {exchange.line}: this exchange was recorded from a "
+                                 f"stream the caller closed after {len(exchange.events)} events; nothing more was "
+                                 "recorded", path=self.path, line=exchange.line)
+        return CassetteError(f"cassette {self.path}, line {exchange.line}: the recorded stream ended without a "
+                             "MessageComplete, so chat() has no response to return", path=self.path,
+                             line=exchange.line)

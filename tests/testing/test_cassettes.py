@@ -264,8 +264,11 @@ def test_a_truncated_last_line_is_refused_naming_the_file_and_the_line(tmp_path)
 
 @pytest.mark.parametrize("garbage, what", [(b"{not json\n", "not valid JSON"),
                                             (b"[1, 2]\n", "must be a JSON object"), (b"\xff\xfe\n", "not UTF-8"),
-                                            (b"[" * 100000 + b"\n", "too deep|not valid")],
-                         ids=["not-json", "array", "not-utf8", "deep"])
+                                            (b"[" * 100000 + b"\n", "too deep|not valid"),
+                                            (b'{"hello": 1}\n', "not a provider exchange"),
+                                            (b'{"request": {}, "events": [{"type": "warp"}]}\n',
+                                             "not a provider exchange")],
+                         ids=["not-json", "array", "not-utf8", "deep", "no-request", "unknown-event"])
 def test_a_corrupt_line_is_refused_naming_the_file_and_the_line(tmp_path, garbage, what):
     path = recorded_cassette(tmp_path)
     rows = path.read_bytes().splitlines(keepends=True)
