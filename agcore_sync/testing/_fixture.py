@@ -133,6 +133,8 @@ class Cassettes:
                 recorded by another worker.
         """
         kind = self._kind(inner)
+        if name is not None and name.endswith(".jsonl"):
+            name = name[:-len(".jsonl")]
         stem = _UNSAFE.sub("_", name) if name is not None else (
             self.base if not self.paths else f"{self.base}-{len(self.paths) + 1}")
         path = os.path.join(self.folder, stem + ".jsonl")
