@@ -15,9 +15,11 @@ from agcore_sync.llm.errors import LlmError, RateLimitError, ServerError
 from agcore_sync.llm.events import MessageComplete, TextDelta
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.openai import OpenAIProvider
+from agcore_sync.llm.responses import OpenAIResponsesProvider
 from agcore_sync.llm.retry import RetryConfig, RetryProvider
 from agcore_sync.llm.types import Message, MessageRequest, ToolDef
 from agcore_sync.testing import CassetteError, CassetteMismatchError, RecordingProvider, ReplayProvider
+from tests.support import responses_wire
 from tests.support.wire import (
     MESSAGE_STOP,
     anthropic_message,
@@ -102,13 +104,20 @@ def test_a_chat_exchange_replays_its_response_streamed_or_not(stream_server, tmp
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Sunny, 21 C."
 
 
-@pytest.mark.parametrize("provider_name", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider_name", ["openai", "anthropic", "openai-responses"])
 def test_every_provider_class_records_and_replays_streamed_and_not(stream_server, tmp_path, provider_name, request):
     if provider_name == "openai":
         stream_server.add_response(openai_text_stream("chatcmpl-2", ["Sunny ", "in Paris."], (30, 5)))
         stream_server.add_response([json.dumps(openai_completion({"content": "Rainy."})).encode()],
                                    headers={"Content-Type": "application/json"})
         inner = openai(stream_server)
+    elif provider_name == "openai-responses":
+        stream_server.add_response(responses_wire.text_stream("resp_1", ["Sunny ", "in Paris."], (30, 5)))
+        message = {"type": "message", "id": "msg_2", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "text": "Rainy.", "annotations": []}]}
+        body = responses_wire.response_object("resp_2", "completed", [message], (30, 2))
+        stream_server.add_response([json.dumps(body).encode()], headers={"Content-Type": "application/json"})
+        inner = OpenAIResponsesProvider("gpt-5-mini", api_key="sk-test", base_url=f"{stream_server.url}/v1")
     else:
         stream_server.add_response(anthropic_text_stream("Sunny in Paris."))
         stream_server.add_response([json.dumps(anthropic_message([{"type": "text", "text": "Rainy."}])).encode()],
