@@ -21,8 +21,8 @@ In a test::
 - ``all``: record every cassette again.
 
 An MCP transport instead of a provider gives a recording or replaying
-transport on the same terms. See :class:`agcore_sync.testing._fixture.Cassettes`
-for naming, xdist safety and drift.
+transport on the same terms. The rules for names, xdist workers and drift
+are in ``agcore_sync/testing/_fixture.py`` and ``docs/howto/testing.rst``.
 
 .. versionadded:: 0.2
 """
