@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -33,10 +34,13 @@ RAW_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_servers" / "raw_serv
 TIMEOUT = 20.0
 
 
-def local_tools(sent: List[str]):
+def local_tools(sent: List[str], echo_done: threading.Event):
     @tool
     def get_weather(city: str) -> str:
         """Current weather of a city."""
+        # Parallel calls complete in the order the threads happen to finish, live or replayed; this
+        # one waits for the MCP call's completion to be seen, so the order is the same in every run.
+        echo_done.wait(TIMEOUT)
         return f"{city}: 21 C, sunny"
 
     @tool(requires_approval=True)
@@ -56,11 +60,17 @@ def strip_timing(events) -> List[Dict[str, Any]]:
 def run_turn(provider: LlmProvider, transport: Transport) -> Tuple[List[Dict[str, Any]], Any, List[str]]:
     """Stream the turn to its pause, save and load the session, resume it: return the events, the cost, the emails."""
     sent: List[str] = []
+    echo_done = threading.Event()
     with McpClient("raw", transport, timeout=TIMEOUT) as client, ToolRegistry() as registry:
-        registry.register_all(local_tools(sent))
+        registry.register_all(local_tools(sent, echo_done))
         registry.register_all(client.into_tools(prefix="raw_"))
         session = AgentSession(provider, registry=registry)
-        first = list(session.submit_turn_stream("Weather in Paris? Echo 'hi' and email it to ada@example.com."))
+        first = []
+        for event in session.submit_turn_stream("Weather in Paris? Echo 'hi' and email it to ada@example.com."):
+            first.append(event)
+            if isinstance(event, ToolExecutionCompleted) and event.tool_name == "raw_echo":
+                echo_done.set()
+        assert echo_done.is_set()
         assert isinstance(first[-1], ApprovalRequired)
         saved = json.dumps(session.to_dict())
         session = AgentSession.from_dict(json.loads(saved), provider=provider, registry=registry)
