@@ -10,7 +10,7 @@ import pytest
 from tests.support import leaks
 
 #: Fixtures every test may use, registered here instead of imported per module.
-pytest_plugins = ["tests.support.stream_server", "tests.support.tools"]
+pytest_plugins = ["tests.support.stream_server", "tests.support.tools", "pytester"]
 
 #: How long a test's leftover threads get to finish before the test fails.
 THREAD_EXIT_TIMEOUT = 10.0

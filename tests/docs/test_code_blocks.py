@@ -192,6 +192,100 @@ def setup_npm_project(run: Run) -> None:
     run.checks.append(lambda out: _expect(out, str(notes.resolve())))
 
 
+def _run_cassette_test(run: Run, test_name: str, mode: str) -> None:
+    """Run the block's test function as pytest would, with the ``agcore_cassette`` fixture in ``mode``."""
+    from agcore_sync.testing._fixture import Cassettes
+
+    module = run.tmp_path / "tests" / "cassettes" / "test_weather"
+    cassettes = Cassettes(mode=mode, folder=str(module), test_name=test_name, worker="main")
+    try:
+        run.namespace[test_name](cassettes)
+    finally:
+        cassettes.finish()
+
+
+def _refusing(mp: pytest.MonkeyPatch) -> List[object]:
+    """Make every socket connection and every subprocess fail; return the attempts."""
+    import socket
+    import subprocess
+
+    attempts: List[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(args)
+        raise OSError("the docs test forbids connections and processes during a replay")
+
+    mp.setattr(socket.socket, "connect", refuse)
+    mp.setattr(subprocess, "Popen", refuse)
+    return attempts
+
+
+def setup_testing_record_and_replay(run: Run) -> None:
+    """The testing page's test: recorded against a local server (``--agcore-record=new``), replayed offline."""
+    server = run.openai_server(
+        tool_call_response("chatcmpl-weather-1", [("call_1", "get_weather", {"city": "Paris"})], (60, 12)),
+        text_response("chatcmpl-weather-2", ["Paris: 21 C, ", "sunny."], (90, 6)),
+    )
+    run.replace("http://localhost:11434/v1", f"{server.url}/v1")
+    name = "test_the_agent_reports_the_weather"
+
+    def recorded_then_replayed_offline(_: str) -> None:
+        _run_cassette_test(run, name, "new")
+        cassette = run.tmp_path / "tests" / "cassettes" / "test_weather" / f"{name}.jsonl"
+        assert len(cassette.read_text("utf-8").splitlines()) == 3  # the header and two streamed exchanges
+        with pytest.MonkeyPatch.context() as mp:
+            attempts = _refusing(mp)
+            _run_cassette_test(run, name, "none")
+        assert attempts == [] and len(server.requests) == 2
+
+    run.checks.insert(0, recorded_then_replayed_offline)  # before the server's check that both were answered
+
+
+def setup_testing_drift(run: Run) -> None:
+    """The drift example replays a cassette of the Paris turn (recorded here) and asks about Rome."""
+    from agcore_sync import ToolRegistry, tool
+    from agcore_sync.testing import RecordingProvider
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather of a city."""
+        return f"{city}: 21 C, sunny"
+
+    run.monkeypatch.chdir(run.tmp_path)
+    inner = MockProvider([MockProvider.tool_calls(("get_weather", {"city": "Paris"})), MockProvider.text("Sunny.")])
+    recorder = RecordingProvider(inner, "tests/cassettes/test_weather/test_the_agent_reports_the_weather.jsonl")
+    with ToolRegistry() as registry:
+        registry.register(get_weather)
+        AgentSession(recorder, registry=registry).submit_turn("Weather in Paris?")
+    run.checks.append(lambda out: _expect(
+        out, "cassette tests/cassettes/test_weather/test_the_agent_reports_the_weather.jsonl, line 2: the request "
+             "differs from the recorded one at $.messages[0].content[0].text: recorded 'Weather in Paris?', sent "
+             "'Weather in Rome?'; re-record the cassette if the change is intended"))
+
+
+def setup_testing_mcp(run: Run) -> None:
+    """The MCP example's server is the suite's stdlib one; recorded, then replayed with processes refused."""
+    import sys
+
+    server = ROOT / "tests" / "mcp_servers" / "raw_server.py"
+    run.replace('StdioTransport("python", ["notes_server.py"])',
+                f"StdioTransport({sys.executable!r}, [{str(server)!r}])")
+
+    def recorded_then_replayed_offline(_: str) -> None:
+        _run_cassette_test(run, "test_the_notes_server_echoes", "new")
+        with pytest.MonkeyPatch.context() as mp:
+            attempts = _refusing(mp)
+            _run_cassette_test(run, "test_the_notes_server_echoes", "none")
+        assert attempts == []
+
+    run.checks.append(recorded_then_replayed_offline)
+
+
+def setup_nothing_but_check_the_test_models(run: Run) -> None:
+    """TestModel and FunctionModel need nothing; check what the block prints."""
+    run.checks.append(lambda out: _expect(out, "1 done\nYou said: hello"))
+
+
 #: Blocks that run after a setup: (file, a text found only in that block) -> setup.
 SETUPS: Dict[Tuple[str, str], Callable[[Run], None]] = {
     ("README.rst", "def multiply"): setup_nothing_but_check_the_readme_output,
@@ -199,6 +293,10 @@ SETUPS: Dict[Tuple[str, str], Callable[[Run], None]] = {
     ("docs/howto/jupyter.rst", 'OpenAIProvider(model="gpt-4o-mini")'): setup_openai_from_the_environment,
     ("docs/howto/local_models.rst", "localhost:11434"): setup_local_servers,
     ("docs/howto/mcp_servers.rst", "@modelcontextprotocol/server-filesystem"): setup_npm_project,
+    ("docs/howto/testing.rst", "def test_the_agent_reports_the_weather"): setup_testing_record_and_replay,
+    ("docs/howto/testing.rst", "Weather in Rome?"): setup_testing_drift,
+    ("docs/howto/testing.rst", "def test_the_notes_server_echoes"): setup_testing_mcp,
+    ("docs/howto/testing.rst", "FunctionModel(answer)"): setup_nothing_but_check_the_test_models,
 }
 
 #: Blocks that are compiled but not run: (file, a text found only in that block) -> why.

@@ -311,3 +311,57 @@ def test_no_log_record_field_and_no_span_carries_an_api_key(api, caplog):
     texts += [span.to_json() for span in spans]
     for text in texts:
         assert OPENAI_KEY not in text, text
+
+
+# -- 6. cassettes (agcore_sync.testing) ----------------------------------------------
+
+
+def test_no_key_auth_header_or_token_reaches_a_cassette_even_when_servers_echo_them(stream_server, tmp_path):
+    from agcore_sync.llm.types import Message, MessageRequest
+    from agcore_sync.testing import RecordingProvider, RecordingTransport
+    from agcore_sync.tools.mcp import McpClient
+    from tests.mcp_servers.scripted_http import ScriptedServer
+    from tests.support.wire import openai_error_body, openai_text_stream
+
+    header_secret, token = "hdr-SECRET-0123456789", "oauth-SECRET-token-0123456789"
+    stream_server.add_response([json.dumps(openai_error_body(f"Incorrect API key provided: {OPENAI_KEY}.",
+                                                             "invalid_request_error")).encode()],
+                               status=401, headers={"Content-Type": "application/json"})
+    stream_server.add_response(openai_text_stream("chatcmpl-sec", ["fine"], (5, 1)))
+    inner = OpenAIProvider(model="gpt-4o-mini", api_key=OPENAI_KEY, base_url=f"{stream_server.url}/v1",
+                           extra_headers={"x-api-key": header_secret, "X-Session-Token": token})
+    provider = RecordingProvider(inner, tmp_path / "llm.jsonl")
+    request = MessageRequest(None, [Message.user("hi")])
+    try:
+        with pytest.raises(AgcoreError):
+            provider.chat(request)
+        list(provider.chat_stream(request))
+    finally:
+        provider.close()
+    assert all(r.headers["authorization"] == f"Bearer {OPENAI_KEY}" for r in stream_server.requests)  # sent...
+
+    def handle(ex: Any) -> None:
+        if ex.method == "POST" and ex.rpc_method == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "s", "version": "1"}}
+            ex.send_json({"jsonrpc": "2.0", "id": ex.body["id"], "result": result},
+                         headers={"Mcp-Session-Id": "session-1"})
+        elif ex.method == "POST" and "id" not in ex.body:
+            ex.send_empty(202)
+        elif ex.method in ("GET", "DELETE"):
+            ex.send_empty(405)
+        else:
+            ex.send_json({"jsonrpc": "2.0", "id": ex.body["id"], "result": {"tools": []}})
+
+    with ScriptedServer(handle) as server:
+        transport = RecordingTransport(HttpTransport(server.url, headers={"Authorization": f"Bearer {token}"}),
+                                       tmp_path / "mcp.jsonl")
+        with McpClient("secure", transport, timeout=WAIT) as client:
+            assert client.list_tools() == []
+        assert all(r.headers["authorization"] == f"Bearer {token}" for r in server.requests if r.method == "POST")
+
+    for cassette in ("llm.jsonl", "mcp.jsonl"):
+        text = (tmp_path / cassette).read_text("utf-8")
+        assert "initialize" in text if cassette == "mcp.jsonl" else "Incorrect API key provided: ***" in text
+        for secret in (OPENAI_KEY, header_secret, token, "authorization", "Authorization", "x-api-key"):
+            assert secret not in text, (cassette, secret)  # ...and never written
