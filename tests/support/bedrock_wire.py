@@ -149,3 +149,34 @@ def converse_response(content: List[Dict[str, Any]], stop_reason: str = "end_tur
     """Return a Converse answer body."""
     return {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": stop_reason,
             "usage": usage(tokens[0], tokens[1], **usage_extra), "metrics": {"latencyMs": 380}}
+
+
+#: The dummy credentials every Bedrock test signs with (AWS's documentation example).
+ACCESS_KEY = "AKIDEXAMPLE"
+SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+REGION = "us-east-1"
+
+
+def isolate_aws(monkeypatch: Any, tmp_path: Any, *, credentials: bool = True, region: bool = True) -> None:
+    """Point botocore at empty config files, no metadata service, and (optionally) the dummy credentials."""
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
+    if credentials:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    if region:
+        monkeypatch.setenv("AWS_REGION", REGION)
+
+
+#: Headers of a Converse answer.
+JSON_HEADERS = {"Content-Type": "application/json", "x-amzn-RequestId": REQUEST_ID}
+#: Headers of a ConverseStream answer.
+STREAM_HEADERS = {"Content-Type": "application/vnd.amazon.eventstream", "x-amzn-RequestId": REQUEST_ID}
+
+
+def json_body(data: Any) -> bytes:
+    """Return ``data`` as a JSON body."""
+    return json.dumps(data).encode("utf-8")
