@@ -99,3 +99,11 @@ def test_bench_import_prints_the_first_use_row_and_the_importtime_top(tmp_path):
     rows = body[:body.index(next(line for line in body if line.startswith("=")))]
     assert len(rows) == 5
     assert any(line.startswith("self time by top-level package: ") for line in lines)
+
+
+def test_bench_stream_bedrock_parses_every_frame_with_both_readers_and_prints_the_ratio():
+    if not has("botocore"):
+        pytest.skip("botocore is not installed")
+    out = run_benchmark("bench_stream.py", "--api", "bedrock", "--chunks", "200", "--repeats", "1")
+    assert "stream: 200 ConverseStream events" in out
+    assert "botocore EventStream" in out and "ratio ours (decoder + JSON) / botocore" in out
