@@ -48,6 +48,8 @@ _PRELUDE_SIZE = 12
 _CRC_SIZE = 4
 _MIN_SIZE = _PRELUDE_SIZE + _CRC_SIZE
 _U32 = struct.Struct(">I")
+# The most distinct header blocks a decoder keeps parsed.
+_PARSED_LIMIT = 64
 _U16 = struct.Struct(">H")
 _FIXED = {2: struct.Struct(">b"), 3: struct.Struct(">h"), 4: struct.Struct(">i"), 5: struct.Struct(">q"),
           8: struct.Struct(">q")}
@@ -133,12 +135,16 @@ class EventStreamDecoder:
             module docstring).
     """
 
-    __slots__ = ("_limit", "_pending")
+    __slots__ = ("_limit", "_pending", "_parsed")
 
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self._limit = max_event_size
         # Bytes of a message not complete yet (empty between messages).
         self._pending = bytearray()
+        # Header blocks seen -> their parsed dict. The messages of a stream
+        # repeat a handful of header blocks (one per event type), so each
+        # is parsed once; bounded, so varied headers cost no memory.
+        self._parsed: Dict[bytes, Dict[str, Any]] = {}
 
     def feed(self, chunk: bytes) -> List[EventStreamMessage]:
         """Decode one chunk of bytes; return the messages it completed.
@@ -166,6 +172,7 @@ class EventStreamDecoder:
         available = len(data)
         limit = self._limit
         crc32 = zlib.crc32
+        parsed = self._parsed
         view = memoryview(data)
         while available - offset >= _PRELUDE_SIZE:
             total, header_size, prelude_crc = _PRELUDE.unpack_from(data, offset)
@@ -183,8 +190,13 @@ class EventStreamDecoder:
                 raise EventStreamError("an event-stream message failed its CRC check")
             header_start = offset + _PRELUDE_SIZE
             payload_start = header_start + header_size
-            messages.append(EventStreamMessage(_headers(data, header_start, payload_start),
-                                               data[payload_start:end - _CRC_SIZE]))
+            block = data[header_start:payload_start]
+            headers = parsed.get(block)
+            if headers is None:
+                headers = _headers(block, 0, header_size)
+                if len(parsed) < _PARSED_LIMIT:
+                    parsed[block] = headers
+            messages.append(EventStreamMessage(dict(headers), data[payload_start:end - _CRC_SIZE]))
             offset = end
         view.release()
         if offset == available:
