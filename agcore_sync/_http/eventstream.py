@@ -74,10 +74,9 @@ class EventStreamTooLarge(EventStreamError):
 class EventStreamMessage(NamedTuple):
     """One decoded message.
 
-    Attributes:
-        headers: header name -> value (str, bytes, bool, int or
-            :class:`uuid.UUID`), e.g. ``:message-type``, ``:event-type``.
-        payload: the payload bytes (JSON for Bedrock).
+    ``headers`` maps each header name (``:message-type``, ``:event-type``...)
+    to its value (str, bytes, bool, int or :class:`uuid.UUID`); ``payload``
+    is the payload bytes (JSON for Bedrock).
     """
 
     headers: Dict[str, Any]
