@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional
 
 import requests
 
+from agcore_sync import _check
 from agcore_sync.llm._bedrock_wire import parse_response, request_body
 from agcore_sync.llm._http_provider import HttpProvider, parse_retry_after
 from agcore_sync.llm.cost import PricingArg
@@ -104,6 +105,14 @@ class BedrockProvider(HttpProvider):
         credentials: Any = None,
         profile: Optional[str] = None,
     ) -> None:
+        owner = type(self).__name__
+        for name, value in (("model", model), ("region", region), ("api_key", api_key), ("profile", profile)):
+            _check.optional_str(owner, name, value)
+        if base_url is not None:
+            _check.http_url(owner, "base_url", base_url)
+        _check.timeout(owner, timeout)
+        _check.optional_instance(owner, "session", session, requests.Session, "a requests.Session")
+        _check.str_mapping(owner, "extra_headers", extra_headers)
         if api_key is None:
             api_key = os.environ.get("AWS_BEARER_TOKEN_BEDROCK") or None
         if region is None:

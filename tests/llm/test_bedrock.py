@@ -321,3 +321,29 @@ def test_a_tool_definition_without_a_description_sends_none(provider, stream_ser
     _answer(stream_server, [{"text": "ok"}])
     provider.chat(MessageRequest(None, [Message.user("hi")], tools=[ToolDef("f", "")], tool_choice="none"))
     assert "toolConfig" not in stream_server.requests[0].json
+
+
+@pytest.mark.parametrize("kwargs, exc_type, named", [
+    ({"base_url": 123}, TypeError, "base_url"),
+    ({"base_url": "localhost:8000"}, ValueError, "base_url"),
+    ({"timeout": "30"}, TypeError, "timeout"),
+    ({"timeout": 0}, ValueError, "timeout"),
+    ({"model": 4}, TypeError, "model"),
+    ({"region": 1}, TypeError, "region"),
+    ({"api_key": 12345}, TypeError, "api_key"),
+    ({"profile": ["dev"]}, TypeError, "profile"),
+    ({"session": "not a session"}, TypeError, "session"),
+    ({"extra_headers": {"X-Id": 7}}, TypeError, "extra_headers"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_each_argument_is_checked_before_the_region_or_credentials_are_looked_for(kwargs, exc_type, named):
+    with pytest.raises(exc_type) as caught:
+        BedrockProvider(**kwargs)
+    assert named in str(caught.value) and "BedrockProvider" in str(caught.value)
+
+
+def test_a_requests_timeout_tuple_and_session_are_accepted(aws):
+    import requests
+
+    with requests.Session() as session:
+        made = BedrockProvider(CLAUDE, timeout=(3.05, 27), session=session, api_key=KEY)
+        assert made.timeout == (3.05, 27) and made.session is session
