@@ -160,3 +160,20 @@ def test_a_session_moves_between_bedrock_and_the_other_three_providers(aws, stre
     assert [m["role"] for m in final["messages"]] == ["user", "assistant"] * (len(final["messages"]) // 2) + (
         ["user"] if len(final["messages"]) % 2 else [])
     assert not server.errors
+
+
+def test_usage_limits_count_bedrock_cache_tokens_as_input_and_stop_the_tool_loop(aws, stream_server, registry):
+    from agcore_sync import UsageLimitExceeded, UsageLimits
+
+    # 10 + 900 read + 100 written = 1010 input tokens.
+    answer = bw.converse_response([{"toolUse": {"toolUseId": "tooluse_L1", "name": "add", "input": {"a": 1, "b": 1}}}],
+                                  "tool_use", (10, 25), cache_read=900, cache_write=100)
+    stream_server.add_response([bw.json_body(answer)], headers=bw.JSON_HEADERS)
+    with closing(BedrockProvider(CLAUDE, base_url=stream_server.url)) as provider:
+        session = AgentSession(provider, CycleConfig(model=None, retry=None,
+                                                     usage_limits=UsageLimits(max_input_tokens=1000)), registry)
+        with pytest.raises(UsageLimitExceeded) as caught:
+            session.submit_turn("1+1?")
+    assert caught.value.limit == "max_input_tokens"
+    assert caught.value.usage.input_tokens == 1010
+    assert len(stream_server.requests) == 1
