@@ -326,7 +326,7 @@ def _is_claude(model_id: str) -> bool:
 
 def _model_fields(request: MessageRequest, model_id: str) -> Dict[str, Any]:
     fields: Dict[str, Any] = {}
-    if request.thinking is not None:
+    if request.thinking is not None and _is_claude(model_id):
         fields["thinking"] = ({"type": "adaptive"} if request.thinking == "adaptive"
                               else {"type": "enabled", "budget_tokens": int(request.thinking)})
     if request.reasoning_effort is not None:
@@ -354,7 +354,7 @@ def request_body(request: MessageRequest, model_id: str) -> Dict[str, Any]:
         body["system"] = [{"text": "\n\n".join(system)}]
     inference: Dict[str, Any] = {}
     max_tokens = request.max_tokens
-    if max_tokens is None and isinstance(request.thinking, int):
+    if max_tokens is None and isinstance(request.thinking, int) and _is_claude(model_id):
         max_tokens = DEFAULT_MAX_TOKENS + request.thinking
     if max_tokens is not None:
         inference["maxTokens"] = max_tokens

@@ -153,11 +153,15 @@ class BedrockProvider(HttpProvider):
     def _status_error(self, response: requests.Response) -> LlmError:
         import json
 
-        from agcore_sync._http.body import DRAIN_LIMIT
+        from agcore_sync._http.body import DRAIN_LIMIT, read_limited
         from agcore_sync.llm._bedrock_wire import error_of_type
 
         try:
-            text = self._masker.text(response.content[:DRAIN_LIMIT].decode("utf-8", "replace"))
+            if getattr(response, "_content_consumed", False):  # a plain call: read already
+                raw = response.content[:DRAIN_LIMIT]
+            else:  # a stream's error: read at most DRAIN_LIMIT bytes of it
+                raw = read_limited(response, DRAIN_LIMIT, cut=True)
+            text = self._masker.text(raw.decode("utf-8", "replace"))
         except Exception:  # noqa: BLE001 - a body we cannot read is no reason to lose the status
             text = ""
         try:

@@ -347,3 +347,38 @@ def test_a_requests_timeout_tuple_and_session_are_accepted(aws):
     with requests.Session() as session:
         made = BedrockProvider(CLAUDE, timeout=(3.05, 27), session=session, api_key=KEY)
         assert made.timeout == (3.05, 27) and made.session is session
+
+
+def test_a_streamed_call_answered_with_an_error_status_is_typed_and_its_body_read_bounded(provider, stream_server):
+    huge = bw.json_body({"message": "Too many requests " + "x" * 500_000})
+    stream_server.add_response([huge], status=429, headers={"x-amzn-ErrorType": "ThrottlingException",
+                                                              "Retry-After": "3"})
+    with pytest.raises(RateLimitError) as caught:
+        list(provider.chat_stream(_ask()))
+    assert caught.value.retry_after == 3.0
+    assert "ThrottlingException" in str(caught.value)
+    assert len(str(caught.value)) < 2500
+
+
+@pytest.mark.parametrize("mode", ["native", "tool"])
+def test_structured_output_in_native_and_tool_mode(aws, stream_server, mode):
+    from agcore_sync import AgentSession, CycleConfig
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    if mode == "native":
+        _answer(stream_server, [{"text": '{"city": "Paris"}'}])
+    else:
+        _answer(stream_server, [{"toolUse": {"toolUseId": "tooluse_o", "name": "final_result",
+                                             "input": {"city": "Paris"}}}], "tool_use")
+    from contextlib import closing
+
+    with closing(BedrockProvider(CLAUDE, base_url=stream_server.url)) as provider:
+        session = AgentSession(provider, CycleConfig(model=None, retry=None, output_mode=mode))
+        response = session.submit_turn("Capital of France?", output=schema)
+    assert response.output == {"city": "Paris"}
+    body = stream_server.requests[0].json
+    if mode == "native":
+        assert json.loads(body["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"]) == schema
+    else:
+        assert "outputConfig" not in body
+        assert body["toolConfig"]["toolChoice"] == {"tool": {"name": "final_result"}}
