@@ -257,3 +257,32 @@ def test_a_session_token_is_sent_and_signed(monkeypatch, provider, stream_server
     (record,) = stream_server.requests
     assert record.headers["x-amz-security-token"] == "FQoGZXIvYXdzEXAMPLETOKEN"
     assert "x-amz-security-token" in record.headers["authorization"]
+
+
+def test_many_threads_sharing_one_provider_each_send_a_valid_signature(provider, stream_server):
+    import threading
+
+    threads_count, rounds = 8, 3
+    for _ in range(threads_count * rounds):
+        stream_server.add_response([bw.json_body(bw.converse_response([{"text": "ok"}]))], headers=bw.JSON_HEADERS)
+    failures: List[BaseException] = []
+    start = threading.Barrier(threads_count)
+
+    def client(n: int) -> None:
+        try:
+            start.wait(30)
+            for r in range(rounds):
+                assert provider.chat(MessageRequest(CLAUDE, [Message.user(f"thread {n} round {r}")])).message.text \
+                    == "ok"
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            failures.append(exc)
+
+    workers = [threading.Thread(target=client, args=(n,), name=f"test-signer-{n}") for n in range(threads_count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert not [w.name for w in workers if w.is_alive()]
+    assert not failures, failures[:2]
+    assert len(stream_server.requests) == threads_count * rounds
+    assert all(_verify_sigv4(record, stream_server.url) for record in stream_server.requests)
