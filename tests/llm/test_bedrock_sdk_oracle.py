@@ -175,6 +175,20 @@ def _conversations() -> List[Tuple[str, MessageRequest, Dict[str, Any]]]:
              toolConfig={"tools": [{"toolSpec": {"name": "weather", "description": "w",
                                                  "inputSchema": {"json": WEATHER}}}],
                          "toolChoice": {"any": {}}})))
+    cases.append(("a tool result holding text and an image", MessageRequest(
+        CLAUDE, [Message.user("Screenshot?"),
+                 Message(Role.ASSISTANT, [ToolUseBlock("tooluse_s", "screenshot", {})]),
+                 Message.tool_result("tooluse_s", (TextBlock("here"), ImageBlock.from_bytes(PNG, "image/png")))],
+        tools=[ToolDef("screenshot", "Take one")]),
+        dict(modelId=CLAUDE, messages=[
+            {"role": "user", "content": [{"text": "Screenshot?"}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "tooluse_s", "name": "screenshot",
+                                                           "input": {}}}]},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_s", "status": "success", "content": [
+                {"text": "here"}, {"image": {"format": "png", "source": {"bytes": PNG}}}]}}]}],
+            toolConfig={"tools": [{"toolSpec": {"name": "screenshot", "description": "Take one",
+                                                "inputSchema": {"json": {"type": "object", "properties": {}}}}}],
+                        "toolChoice": {"auto": {}}})))
     return cases
 
 
