@@ -48,6 +48,7 @@ _EXPORTS: Dict[str, str] = {
     "HookEvent": "agcore_sync.hooks",
     "Hooks": "agcore_sync.hooks",
     "AnthropicProvider": "agcore_sync.llm.anthropic",
+    "BedrockProvider": "agcore_sync.llm.bedrock",
     "Pricing": "agcore_sync.llm.cost",
     "PromptTemplate": "agcore_sync.prompt.template",
     "PromptBuilder": "agcore_sync.prompt.builder",
@@ -197,6 +198,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.errors import AgcoreError, ContextOverflowError  # noqa: F401
     from agcore_sync.hooks import Approve, Defer, Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
     from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
+    from agcore_sync.llm.bedrock import BedrockProvider  # noqa: F401
     from agcore_sync.llm.content import ContentBlock  # noqa: F401
     from agcore_sync.llm.cost import Pricing  # noqa: F401
     from agcore_sync.llm.errors import (  # noqa: F401

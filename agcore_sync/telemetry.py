@@ -100,6 +100,9 @@ def _provider_name(provider: Any) -> str:
     """Return the ``gen_ai.provider.name`` of a provider (wrappers such as RetryProvider unwrapped)."""
     while getattr(provider, "inner", None) is not None:
         provider = provider.inner
+    name = getattr(provider, "telemetry_name", None)  # the semantic-conventions value, e.g. "aws.bedrock"
+    if isinstance(name, str) and name:
+        return name
     name = getattr(provider, "provider_name", None)
     if isinstance(name, str) and name != "provider":
         return name.lower()

@@ -3,7 +3,11 @@
 Run from the repository root::
 
     python benchmarks/bench_stream.py [--chunks 20000] [--repeats 7] [--framing chunked|close]
-                                      [--api chat|responses]
+                                      [--api chat|responses|bedrock]
+
+``--api bedrock`` compares parsing a ConverseStream body (AWS event-stream
+frames) by our decoder with botocore's ``EventStream``, in the same run (see
+``bench_stream_bedrock.py``).
 
 ``--api responses`` runs the same comparison for
 ``OpenAIResponsesProvider.chat_stream`` on a recorded-shape Responses API
@@ -262,9 +266,14 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--chunks", type=int, default=20_000, help="JSON chunks in the stream (default 20000)")
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per reader (default 7)")
     parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
-    parser.add_argument("--api", choices=("chat", "responses"), default="chat",
-                        help="Chat Completions (OpenAIProvider) or the Responses API (OpenAIResponsesProvider)")
+    parser.add_argument("--api", choices=("chat", "responses", "bedrock"), default="chat",
+                        help="Chat Completions (OpenAIProvider) or the Responses API (OpenAIResponsesProvider); "
+                             "bedrock: event-stream parsing, ours against botocore's EventStream")
     args = parser.parse_args(argv)
+    if args.api == "bedrock":
+        from bench_stream_bedrock import main as bedrock_main  # the Bedrock row lives beside this file
+
+        return bedrock_main(args.chunks, args.repeats)
 
     if args.api == "responses":
         body, n_json = build_responses_body(args.chunks, args.framing)

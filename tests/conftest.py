@@ -20,7 +20,7 @@ THREAD_EXIT_TIMEOUT = 10.0
 def clean_environ(monkeypatch):
     """Remove provider keys and URLs so no test reaches a real API by accident."""
     for name in list(os.environ):
-        if name.endswith("_API_KEY") or name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        if name.endswith("_API_KEY") or name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL") or name.startswith("AWS_"):
             monkeypatch.delenv(name, raising=False)
 
 

@@ -2,7 +2,7 @@
 
 - ``agcore-sync demo``: one streaming, tool-using turn. With no options it
   runs on the built-in scripted demo model (no key, no network); with
-  ``--provider openai|openai-responses|anthropic --model M [--base-url URL]`` the same question
+  ``--provider openai|openai-responses|anthropic|bedrock --model M [--base-url URL]`` the same question
   and tools go to a real endpoint, the key read from ``OPENAI_API_KEY`` /
   ``ANTHROPIC_API_KEY``. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
   tools of an MCP server started over stdio.
@@ -74,8 +74,9 @@ def _count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     model = common.add_argument_group("model")
-    model.add_argument("--provider", choices=("openai", "openai-responses", "anthropic"),
-                       help="a real provider: OpenAI Chat Completions, the OpenAI Responses API or Anthropic "
+    model.add_argument("--provider", choices=("openai", "openai-responses", "anthropic", "bedrock"),
+                       help="a real provider: OpenAI Chat Completions, the OpenAI Responses API, Anthropic or "
+                            "Amazon Bedrock (AWS_BEARER_TOKEN_BEDROCK or AWS credentials, AWS_REGION) "
                             "(default: the built-in scripted demo model)")
     model.add_argument("--model", help="the model name, required with --provider")
     model.add_argument("--base-url", help="the API root, e.g. http://localhost:11434/v1 for Ollama "

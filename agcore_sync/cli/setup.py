@@ -1,9 +1,10 @@
 """What ``agcore-sync demo`` and ``chat`` build from their arguments.
 
 The provider (the demo model, or OpenAI / Anthropic with the key from the
-environment), the tool registry (the demo tools and every ``--mcp`` server's
-tools) and the session. Mistakes the user can fix are :class:`CliError`,
-which the command line prints as one line.
+environment, or Bedrock with the AWS credentials and region from it), the
+tool registry (the demo tools and every ``--mcp`` server's tools) and the
+session. Mistakes the user can fix are :class:`CliError`, which the command
+line prints as one line.
 """
 
 from __future__ import annotations
@@ -130,8 +131,10 @@ def build(args: argparse.Namespace, stack: contextlib.ExitStack) -> Setup:
 def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
     if args.provider is None:
         if args.model or args.base_url:
-            raise CliError("--model and --base-url need --provider openai or --provider anthropic")
+            raise CliError("--model and --base-url need --provider openai, anthropic or bedrock")
         return DemoProvider(), "the built-in scripted demo model (no key, no network)", DEMO_PRICING
+    if args.provider == "bedrock":
+        return _bedrock(args, stack)
     key_name, url_name = _KEYS[args.provider]
     if not args.model:
         example = "claude-sonnet-4-5" if args.provider == "anthropic" else "gpt-4o-mini"
@@ -154,6 +157,21 @@ def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         provider = AnthropicProvider(args.model, base_url=base_url, timeout=args.timeout)
     stack.callback(provider.close)
     return provider, f"{args.model} via {args.provider} at {provider.base_url}", None
+
+
+def _bedrock(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
+    """BedrockProvider from the AWS environment: AWS_BEARER_TOKEN_BEDROCK or botocore's chain, AWS_REGION."""
+    if not args.model:
+        raise CliError("--provider bedrock needs --model "
+                       "(for example --model us.anthropic.claude-sonnet-4-5-20250929-v1:0)")
+    from agcore_sync.llm.bedrock import BedrockProvider
+
+    try:
+        provider = BedrockProvider(args.model, base_url=args.base_url, timeout=args.timeout)
+    except (ValueError, ImportError) as exc:
+        raise CliError(f"--provider bedrock: {exc}") from None
+    stack.callback(provider.close)
+    return provider, f"{args.model} via bedrock at {provider.base_url}", None
 
 
 def _add_mcp_server(spec: str, number: int, registry: ToolRegistry, stack: contextlib.ExitStack, timeout: float,

@@ -175,6 +175,13 @@ class HttpProvider(LlmProvider):
     def _auth_headers(self) -> Dict[str, str]:
         return {}
 
+    #: The ``Accept`` header of a streamed request (None: no such header).
+    stream_accept: Optional[str] = "text/event-stream"
+
+    def _sign(self, url: str, data: str, headers: Dict[str, str]) -> Dict[str, str]:
+        """Return the headers to POST ``data`` to ``url`` with; a provider that signs requests adds its signature."""
+        return headers
+
     def _model_for(self, request: MessageRequest) -> str:
         model = request.model or self.model
         if not model:
@@ -185,12 +192,14 @@ class HttpProvider(LlmProvider):
 
     def _post(self, url: str, body: Dict[str, Any], *, stream: bool) -> requests.Response:
         headers = {"Content-Type": "application/json", **self._auth_headers(), **self.extra_headers}
-        if stream:
-            headers["Accept"] = "text/event-stream"
+        if stream and self.stream_accept:
+            headers["Accept"] = self.stream_accept
+        data = json.dumps(body)
+        headers = self._sign(url, data, headers)
         logger.debug("POST %s model=%s stream=%s", url, body.get("model"), stream)
         _instrument.on_http_request(url)
         try:
-            response = self.session.post(url, data=json.dumps(body), headers=headers,
+            response = self.session.post(url, data=data, headers=headers,
                                          timeout=self.timeout, stream=stream)
         except Exception as exc:  # noqa: BLE001 - translated once, here
             self._raise_transport(exc)

@@ -23,12 +23,15 @@ from typing import Any, Dict, Optional
 
 from agcore_sync.llm.types import ThinkingBlock
 
-__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "origin_of", "make_envelope", "read_envelope"]
+__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "BEDROCK", "origin_of", "make_envelope", "read_envelope"]
 
 #: The origin of Anthropic signatures and redacted thinking.
 ANTHROPIC = "anthropic"
 #: The origin of Responses API reasoning items.
 OPENAI_RESPONSES = "openai-responses"
+#: The origin of Amazon Bedrock reasoning (its ``signature`` or ``redactedContent``
+#: kept as the envelope's ``item``).
+BEDROCK = "aws-bedrock"
 
 _ORIGIN_KEY = "agcore_origin"
 

@@ -5,7 +5,8 @@ cost = ((prompt - cache_read - cache_write) x input
         + completion x output) / 1e6
 
 A cache price left None is charged at the input price. The longest
-model-name prefix in the table wins; a table the user passes replaces the
+model-name prefix in the table wins (a Bedrock cross-region profile id such
+as ``us.anthropic.claude-...`` is looked up without its ``us.``); a table the user passes replaces the
 built-in one entirely.
 """
 
@@ -72,7 +73,28 @@ DEFAULT_PRICING: Mapping[str, Pricing] = {
     "claude-sonnet-4": Pricing(3.00, 15.00, cache_read=0.30, cache_write=3.75),
     "claude-haiku-4-5": Pricing(1.00, 5.00, cache_read=0.10, cache_write=1.25),
     "claude-3-5-haiku": Pricing(0.80, 4.00, cache_read=0.08, cache_write=1.00),
+    # Amazon Bedrock, on-demand, US East (N. Virginia), from aws.amazon.com/bedrock/pricing on
+    # DEFAULT_PRICING_DATE. A cross-region profile id (us., eu., apac., global.) is priced as its model;
+    # AWS charges some geographic profiles of the newest models 10% more.
+    "anthropic.claude-opus-4": Pricing(15.00, 75.00, cache_read=1.50, cache_write=18.75),
+    "anthropic.claude-opus-4-5": Pricing(5.00, 25.00, cache_read=0.50, cache_write=6.25),
+    "anthropic.claude-sonnet-4": Pricing(3.00, 15.00, cache_read=0.30, cache_write=3.75),
+    "anthropic.claude-3-7-sonnet": Pricing(3.00, 15.00, cache_read=0.30, cache_write=3.75),
+    "anthropic.claude-haiku-4-5": Pricing(1.00, 5.00, cache_read=0.10, cache_write=1.25),
+    "anthropic.claude-3-5-haiku": Pricing(0.80, 4.00, cache_read=0.08, cache_write=1.00),
+    "amazon.nova-micro": Pricing(0.035, 0.14, cache_read=0.00875),
+    "amazon.nova-lite": Pricing(0.06, 0.24, cache_read=0.015),
+    "amazon.nova-pro": Pricing(0.80, 3.20, cache_read=0.20),
+    "amazon.nova-premier": Pricing(2.50, 12.50, cache_read=0.625),
+    "meta.llama3-1-8b-instruct": Pricing(0.22, 0.22),
+    "meta.llama3-1-70b-instruct": Pricing(0.72, 0.72),
+    "meta.llama3-3-70b-instruct": Pricing(0.72, 0.72),
+    "meta.llama4-scout-17b": Pricing(0.17, 0.66),
+    "meta.llama4-maverick-17b": Pricing(0.24, 0.97),
 }
+
+# Bedrock cross-region inference profile ids: "<geo>.<model id>".
+_BEDROCK_GEOS = ("us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au.", "ca.")
 
 #: What ``pricing=`` accepts: None (the built-in table), one price for every
 #: model, or a mapping of model-name prefixes to prices.
@@ -90,6 +112,8 @@ def find_pricing(model: Optional[str], pricing: PricingArg = None) -> Optional[P
     for prefix in table:
         if model.startswith(prefix) and (best is None or len(prefix) > len(best)):
             best = prefix
+    if best is None and model.startswith(_BEDROCK_GEOS):
+        return find_pricing(model.split(".", 1)[1], table)
     return None if best is None else table[best]
 
 

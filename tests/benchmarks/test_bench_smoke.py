@@ -104,3 +104,11 @@ def test_bench_import_prints_the_first_use_row_and_the_importtime_top(tmp_path):
 def test_bench_ui_encodes_a_small_turn_with_both_adapters_and_prints_its_table():
     out = run_benchmark("bench_ui.py", "--events", "200", "--runs", "2")
     assert "AI SDK" in out and "AG-UI" in out and "adapter cost on top" in out
+
+
+def test_bench_stream_bedrock_parses_every_frame_with_both_readers_and_prints_the_ratio():
+    if not has("botocore"):
+        pytest.skip("botocore is not installed")
+    out = run_benchmark("bench_stream.py", "--api", "bedrock", "--chunks", "200", "--repeats", "1")
+    assert "stream: 200 ConverseStream events" in out
+    assert "botocore EventStream" in out and "ratio ours (decoder + JSON) / botocore" in out

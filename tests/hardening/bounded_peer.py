@@ -92,6 +92,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self.mode in ("openai", "anthropic"):
             self._chunked("text/event-stream", b"data: ", b"\n\n")
             return
+        if self.mode == "bedrock":  # one event-stream frame announcing all it sends
+            import struct
+            import zlib
+
+            prelude = struct.pack(">II", self.sent + 16, 0)
+            self._chunked("application/vnd.amazon.eventstream", prelude + struct.pack(">I", zlib.crc32(prelude)),
+                          b"\0\0\0\0")
+            return
         method = body.get("method")
         if "id" not in body:
             self.send_response(202)
@@ -130,8 +138,13 @@ def _provider(mode: str, limit: int, url: str) -> None:
     from agcore_sync.llm.openai import OpenAIProvider
     from agcore_sync.llm.types import Message, MessageRequest
 
-    cls = OpenAIProvider if mode == "openai" else AnthropicProvider
-    provider = cls(model="m", api_key="sk-bounded-peer-key", base_url=url + "/v1")
+    if mode == "bedrock":
+        from agcore_sync.llm.bedrock import BedrockProvider
+
+        provider: Any = BedrockProvider(model="m", api_key="sk-bounded-peer-key", base_url=url)
+    else:
+        cls = OpenAIProvider if mode == "openai" else AnthropicProvider
+        provider = cls(model="m", api_key="sk-bounded-peer-key", base_url=url + "/v1")
     provider.max_event_size = limit
     try:
         for _event in provider.chat_stream(MessageRequest(model="m", messages=(Message.user("hi"),))):
@@ -161,7 +174,7 @@ def main(argv: Any) -> Dict[str, Any]:
     before = _peak_kib()
     error: Optional[BaseException] = None
     try:
-        if mode in ("openai", "anthropic"):
+        if mode in ("openai", "anthropic", "bedrock"):
             _with_server(mode, sent, lambda url: _provider(mode, limit, url))
         elif mode == "mcp-stdio":
             _mcp(StdioTransport(sys.executable, ["tests/mcp_servers/raw_server.py"], max_message_size=limit),

@@ -54,6 +54,21 @@ def test_a_provider_stream_with_one_endless_sse_line_ends_with_a_parse_error_in_
     assert result["after_kib"] - result["before_kib"] < ALLOWED_KIB, result
 
 
+def test_a_bedrock_frame_announcing_more_than_the_limit_ends_with_a_parse_error_in_bounded_memory():
+    result = _run("bedrock")
+    assert result["error"] == "ResponseParseError"
+    assert f"larger than {LIMIT} bytes" in result["message"]
+    assert "max_event_size" in result["message"]
+    assert "sk-bounded-peer-key" not in result["message"]
+    assert result["after_kib"] - result["before_kib"] < ALLOWED_KIB, result
+
+
+def test_the_event_stream_limit_has_the_sse_default():
+    from agcore_sync._http.eventstream import DEFAULT_MAX_EVENT_SIZE as EVENTSTREAM_DEFAULT
+
+    assert EVENTSTREAM_DEFAULT == DEFAULT_MAX_EVENT_SIZE
+
+
 def test_an_mcp_stdio_server_writing_an_endless_line_loses_its_connection_in_bounded_memory():
     result = _run("mcp-stdio", sent=SENT // 2)
     assert result["error"] == "McpConnectionError"

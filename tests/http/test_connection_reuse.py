@@ -18,6 +18,7 @@ from typing import Any, Dict, List
 import pytest
 
 from agcore_sync.llm.anthropic import AnthropicProvider
+from agcore_sync.llm.bedrock import BedrockProvider
 from agcore_sync.llm.errors import LlmConnectionError, RateLimitError
 from agcore_sync.llm.events import CostUpdate, Error, MessageComplete, TextDelta
 from agcore_sync.llm.openai import OpenAIProvider
@@ -28,7 +29,7 @@ from agcore_sync.tools.function import tool
 from agcore_sync.tools.mcp import McpClient
 from agcore_sync.tools.mcp.http import HttpTransport
 from agcore_sync.tools.registry import ToolRegistry
-from tests.support import responses_wire
+from tests.support import bedrock_wire, responses_wire
 from tests.support.keepalive_server import KeepAliveServer, Reply, Request, sse
 
 #: The client's read timeout.
@@ -36,7 +37,7 @@ CLIENT_TIMEOUT = 10.0
 #: Bound on joining the client threads of the many-thread test.
 JOIN_TIMEOUT = 60.0
 
-PROVIDERS = ["openai", "anthropic", "responses"]
+PROVIDERS = ["openai", "anthropic", "responses", "bedrock"]
 
 
 # -- wire payloads, shaped like the providers' documented streams ------------
@@ -129,13 +130,28 @@ def responses_tool_call(call_id: str, name: str, arguments: str) -> List[bytes]:
     return responses_wire.calls_stream("resp_1", [(call_id, name, json.loads(arguments))])
 
 
+def bedrock_text(text: str) -> List[bytes]:
+    return bedrock_wire.text_stream([text[:3], text[3:]])
+
+
+def bedrock_tool_call(call_id: str, name: str, arguments: str) -> List[bytes]:
+    return [bedrock_wire.message_start(), bedrock_wire.tool_start(0, call_id, name),
+            bedrock_wire.tool_delta(0, arguments), bedrock_wire.block_stop(0), bedrock_wire.message_stop("tool_use"),
+            bedrock_wire.metadata(10, 5)]
+
+
 TEXT = {"openai": openai_text, "anthropic": anthropic_text, "responses": responses_text}
 TOOL_CALL = {"openai": openai_tool_call, "anthropic": anthropic_tool_call, "responses": responses_tool_call}
+TEXT["bedrock"] = bedrock_text
+TOOL_CALL["bedrock"] = bedrock_tool_call
 
 
 def make_provider(kind: str, url: str) -> Any:
     if kind == "openai":
         return OpenAIProvider(model="gpt-4o-mini", api_key="sk-test", base_url=f"{url}/v1", timeout=CLIENT_TIMEOUT)
+    if kind == "bedrock":
+        return BedrockProvider("us.anthropic.claude-sonnet-4-5-20250929-v1:0", api_key="test-bedrock-key",
+                               base_url=url, timeout=CLIENT_TIMEOUT)
     if kind == "responses":
         return OpenAIResponsesProvider(model="gpt-4.1-mini", api_key="sk-test", base_url=f"{url}/v1",
                                        timeout=CLIENT_TIMEOUT)
@@ -247,12 +263,18 @@ def test_plain_calls_and_error_statuses_leave_their_connection_for_the_next_call
              "content": [{"type": "output_text", "text": "Hi", "annotations": []}]}], (5, 1))
         limited = {"error": {"message": "Rate limit reached", "type": "requests", "param": None,
                              "code": "rate_limit_exceeded"}}
+    elif kind == "bedrock":
+        body = bedrock_wire.converse_response([{"text": "Hi"}])
+        limited = {"message": "Too many requests, please wait before trying again."}
     else:
         body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": 5, "output_tokens": 1}}
         limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limited"}}
-    replies = iter([Reply.json(body), Reply.json(limited, status=429), Reply.json(body),
+    limited_reply = Reply.json(limited, status=429)
+    if kind == "bedrock":
+        limited_reply.headers = {"Content-Type": "application/json", "x-amzn-ErrorType": "ThrottlingException"}
+    replies = iter([Reply.json(body), limited_reply, Reply.json(body),
                     Reply(TEXT[kind]("Hello"))])
     with KeepAliveServer(lambda request: next(replies)) as server:
         provider = make_provider(kind, server.url)

@@ -36,3 +36,16 @@ def test_a_user_table_replaces_the_built_in_one_and_a_single_price_covers_every_
     assert find_pricing("gpt-4o", table) is None
     assert cost_usd(Usage(1_000_000, 0), "llama-3", table) == pytest.approx(1.0)
     assert cost_usd(Usage(0, 1_000_000), "anything", Pricing(0.0, 3.0)) == pytest.approx(3.0)
+
+
+def test_bedrock_rows_price_model_ids_and_cross_region_profiles():
+    from agcore_sync.llm.cost import DEFAULT_PRICING
+
+    claude = DEFAULT_PRICING["anthropic.claude-sonnet-4"]
+    assert find_pricing("anthropic.claude-sonnet-4-5-20250929-v1:0") is claude
+    assert find_pricing("us.anthropic.claude-sonnet-4-5-20250929-v1:0") is claude
+    assert find_pricing("global.anthropic.claude-haiku-4-5-20251001-v1:0") is DEFAULT_PRICING[
+        "anthropic.claude-haiku-4-5"]
+    assert find_pricing("eu.amazon.nova-lite-v1:0") is DEFAULT_PRICING["amazon.nova-lite"]
+    assert find_pricing("us.meta.llama3-3-70b-instruct-v1:0") is DEFAULT_PRICING["meta.llama3-3-70b-instruct"]
+    assert find_pricing("us.unknown-model") is None
