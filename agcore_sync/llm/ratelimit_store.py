@@ -1,0 +1,209 @@
+"""Where a rate limit's budget lives: the store interface and the in-process store.
+
+The budget of one key (see :class:`~agcore_sync.llm.ratelimit.RateLimit`):
+
+1. **Requests and tokens** are token buckets. Each holds one minute's budget
+   (``requests_per_minute``, ``tokens_per_minute``): a full minute may be
+   spent at once, and it refills continuously at a minute's budget per 60
+   seconds. A bucket starts full. A key never seen is full.
+2. **Acquire is all or nothing.** A request takes one request, its estimated
+   tokens and, with ``max_concurrent``, a slot, in one atomic step; when any
+   is short nothing is taken and the step says how long until it could fit
+   (``math.inf``: until a slot is given back).
+3. **Settle** corrects the tokens to what the response's usage says (a
+   bucket may go below zero: that is debt the refill pays off first, and it
+   never exceeds its minute) and gives the slot back.
+4. **Tighten** lowers a bucket to what the server's ``x-ratelimit-*`` headers
+   say is left; it never raises one.
+
+:class:`InMemoryRateLimitStore` keeps this in a dict under one lock (one
+process); :class:`agcore_sync.contrib.redis.RedisRateLimitStore` keeps it in
+Redis, one Lua script per step, so processes share it.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import threading
+import time
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agcore_sync.llm.ratelimit import RateLimit
+
+__all__ = ["RateLimitStore", "InMemoryRateLimitStore", "REQUESTS", "TOKENS"]
+
+#: The name of the requests bucket (``tighten``'s ``bucket``).
+REQUESTS = "requests"
+#: The name of the tokens bucket.
+TOKENS = "tokens"
+
+
+class RateLimitStore(abc.ABC):
+    """Keeps the budgets of rate-limit keys (see the module docstring for the rules).
+
+    Methods are called by :class:`~agcore_sync.llm.ratelimit.RateLimitedProvider`
+    from the calling threads, concurrently; an implementation makes each one
+    atomic.
+
+    .. versionadded:: 0.3
+    """
+
+    @abc.abstractmethod
+    def acquire(self, key: str, limit: RateLimit, tokens: int, slot: Optional[str]) -> float:
+        """Take one request, ``tokens`` tokens and (if ``slot``) a concurrency slot, all or nothing.
+
+        Args:
+            key: the budget's name.
+            limit: its sizes (a bucket whose limit is None is not used).
+            tokens: the request's estimated tokens.
+            slot: a unique id for the slot to hold, or None without ``max_concurrent``.
+
+        Returns:
+            0.0 when taken; else the seconds until it may fit, ``math.inf``
+            when only a slot is missing (wait for a release).
+        """
+
+    @abc.abstractmethod
+    def settle(self, key: str, limit: RateLimit, tokens_delta: int, slot: Optional[str]) -> None:
+        """Charge ``tokens_delta`` more tokens (negative: give back) and release ``slot``."""
+
+    @abc.abstractmethod
+    def tighten(self, key: str, limit: RateLimit, bucket: str, level: float) -> None:
+        """Lower ``bucket`` (:data:`REQUESTS` or :data:`TOKENS`) to ``level`` if it holds more."""
+
+    def wait(self, key: str, seconds: float, cancel: Optional[threading.Event]) -> bool:
+        """Block up to ``seconds`` for the budget of ``key`` to change; return True if cancelled.
+
+        The default waits on ``cancel`` (or a fresh event); a store that
+        knows when its budget changes may return earlier.
+        """
+        return (cancel or threading.Event()).wait(seconds)
+
+    def wake(self, key: str) -> None:  # noqa: B027 - optional hook
+        """Wake the waiters of ``key`` (a cancel happened); the default does nothing."""
+
+
+class _Budget:
+    """The state of one key: two bucket levels with their times, and the slots held."""
+
+    __slots__ = ("requests", "requests_at", "tokens", "tokens_at", "active")
+
+    def __init__(self, limit: RateLimit, now: float) -> None:
+        self.requests = float(limit.requests_per_minute or 0)
+        self.tokens = float(limit.tokens_per_minute or 0)
+        self.requests_at = self.tokens_at = now
+        self.active = 0
+
+
+def _refilled(level: float, since: float, now: float, per_minute: float) -> float:
+    return min(per_minute, level + per_minute * max(0.0, now - since) / 60.0)
+
+
+class InMemoryRateLimitStore(RateLimitStore):
+    """The budgets of one process, in a dict under one lock (the default store).
+
+    Args:
+        clock: ``() -> seconds``, monotonic (tests pass a fake one).
+
+    Waiters block on a condition of the lock, so a slot given back or a
+    refund wakes them at once.
+
+    .. versionadded:: 0.3
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._budgets: Dict[str, _Budget] = {}
+        self._changed = threading.Condition(threading.Lock())
+
+    def __repr__(self) -> str:
+        return f"InMemoryRateLimitStore(keys={len(self._budgets)})"
+
+    def _budget(self, key: str, limit: RateLimit, now: float) -> _Budget:
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = self._budgets[key] = _Budget(limit, now)
+        return budget
+
+    def acquire(self, key: str, limit: RateLimit, tokens: int, slot: Optional[str]) -> float:
+        """See :meth:`RateLimitStore.acquire`."""
+        rpm, tpm, most = limit.requests_per_minute, limit.tokens_per_minute, limit.max_concurrent
+        with self._changed:
+            now = self.clock()
+            budget = self._budget(key, limit, now)
+            wait = 0.0
+            if rpm is not None:
+                budget.requests = _refilled(budget.requests, budget.requests_at, now, rpm)
+                budget.requests_at = now
+                if budget.requests < 1:
+                    wait = (1 - budget.requests) * 60.0 / rpm
+            if tpm is not None:
+                budget.tokens = _refilled(budget.tokens, budget.tokens_at, now, tpm)
+                budget.tokens_at = now
+                if budget.tokens < tokens:
+                    wait = max(wait, (tokens - budget.tokens) * 60.0 / tpm)
+            if most is not None and budget.active >= most and wait == 0.0:
+                wait = math.inf
+            if wait:
+                return wait
+            if rpm is not None:
+                budget.requests -= 1
+            if tpm is not None:
+                budget.tokens -= tokens
+            if most is not None:
+                budget.active += 1
+            return 0.0
+
+    def settle(self, key: str, limit: RateLimit, tokens_delta: int, slot: Optional[str]) -> None:
+        """See :meth:`RateLimitStore.settle`."""
+        tpm = limit.tokens_per_minute
+        with self._changed:
+            budget = self._budgets.get(key)
+            if budget is None:
+                return
+            if tokens_delta and tpm is not None:
+                now = self.clock()
+                level = _refilled(budget.tokens, budget.tokens_at, now, tpm) - tokens_delta
+                budget.tokens, budget.tokens_at = max(-float(tpm), min(float(tpm), level)), now
+            if slot is not None and budget.active > 0:
+                budget.active -= 1
+            if slot is not None or tokens_delta < 0:
+                self._changed.notify_all()
+
+    def tighten(self, key: str, limit: RateLimit, bucket: str, level: float) -> None:
+        """See :meth:`RateLimitStore.tighten`."""
+        per_minute = limit.requests_per_minute if bucket == REQUESTS else limit.tokens_per_minute
+        if per_minute is None:
+            return
+        with self._changed:
+            now = self.clock()
+            budget = self._budget(key, limit, now)
+            if bucket == REQUESTS:
+                current = _refilled(budget.requests, budget.requests_at, now, per_minute)
+                budget.requests, budget.requests_at = min(current, level), now
+            else:
+                current = _refilled(budget.tokens, budget.tokens_at, now, per_minute)
+                budget.tokens, budget.tokens_at = min(current, level), now
+
+    def wait(self, key: str, seconds: float, cancel: Optional[threading.Event]) -> bool:
+        """Block on the store's condition up to ``seconds``; True if ``cancel`` is set."""
+        with self._changed:
+            if cancel is not None and cancel.is_set():
+                return True
+            self._changed.wait(seconds)
+        return cancel is not None and cancel.is_set()
+
+    def wake(self, key: str) -> None:
+        """Wake every waiter (they check their cancel event)."""
+        with self._changed:
+            self._changed.notify_all()
+
+    def levels(self, key: str) -> List[float]:
+        """Return ``[requests, tokens, active slots]`` of ``key`` now (for tests and diagnostics)."""
+        with self._changed:
+            budget = self._budgets.get(key)
+            if budget is None:
+                return []
+            return [budget.requests, budget.tokens, float(budget.active)]
