@@ -38,6 +38,8 @@ EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "Pau
              "TurnNotPausedError", "ApprovalDecisionError"}
 EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
              "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
+EXPORTED |= {"FallbackProvider", "CircuitBreaker", "RateLimit", "RateLimitedProvider", "RateLimitWaitExceeded",
+             "AllProvidersFailedError", "CircuitOpenError"}  # resilience; RedisRateLimitStore is in contrib.redis
 
 
 def test_every_name_in_all_is_importable_from_the_package():

@@ -14,6 +14,7 @@ Error tree (all under :class:`~agcore_sync.errors.AgcoreError`)::
     +-- OutputValidationError  a structured answer that does not match its schema (.errors, .raw)
     +-- OutputRefusedError     the model refused to give a structured answer (.refusal)
     +-- RateLimitWaitExceeded  the local rate limit would make the caller wait past max_wait (.wait)
+    +-- RateLimitStoreError    a shared rate-limit store (Redis) failed; retryable
     +-- CircuitOpenError       a provider's circuit is open: no request was sent (.retry_after)
     +-- AllProvidersFailedError  every provider of a FallbackProvider failed (.errors, in order)
 
@@ -40,6 +41,7 @@ __all__ = [
     "OutputValidationError",
     "OutputRefusedError",
     "RateLimitWaitExceeded",
+    "RateLimitStoreError",
     "CircuitOpenError",
     "AllProvidersFailedError",
 ]
@@ -243,6 +245,18 @@ class RateLimitWaitExceeded(LlmError):
 
 def _rebuild_wait_exceeded(message: str, wait: Optional[float]) -> RateLimitWaitExceeded:
     return RateLimitWaitExceeded(message, wait=wait)
+
+
+class RateLimitStoreError(LlmError):
+    """The store of a shared rate limit (Redis) failed; the request was not sent.
+
+    Retryable. A store built with ``fail_open=True`` logs instead and lets
+    the request through.
+
+    .. versionadded:: 0.3
+    """
+
+    default_retryable = True
 
 
 class CircuitOpenError(LlmError):

@@ -231,8 +231,11 @@ class RateLimitedProvider(LlmProvider):
             left = deadline - self.clock()
             if (wait > left and not math.isinf(wait)) or left <= 0:
                 raise self._exceeded(wait)
-            logger.info("rate limit %r: waiting up to %.2fs for room", self.key, min(wait, left))
-            if self._sleep(min(wait, left), cancel):
+            pause = min(wait, left)
+            if math.isinf(wait) and self.store.slot_poll_interval is not None:
+                pause = min(left, self.store.slot_poll_interval)
+            logger.debug("rate limit %r: waiting %.3fs for room", self.key, pause)
+            if self._sleep(pause, cancel):
                 raise _Cancelled()
             wait = self.store.acquire(self.key, limit, tokens, slot)
             if not wait:

@@ -50,6 +50,10 @@ class RateLimitStore(abc.ABC):
     .. versionadded:: 0.3
     """
 
+    #: How often a caller waiting only for a free slot asks again; None: the
+    #: store's :meth:`wait` returns when a slot is given back, no polling.
+    slot_poll_interval: Optional[float] = None
+
     @abc.abstractmethod
     def acquire(self, key: str, limit: RateLimit, tokens: int, slot: Optional[str]) -> float:
         """Take one request, ``tokens`` tokens and (if ``slot``) a concurrency slot, all or nothing.
