@@ -77,11 +77,13 @@ def test_anthropic_headers_lower_the_token_bucket_to_what_the_server_has_left(st
     store = InMemoryRateLimitStore()
     inner = AnthropicProvider(model="claude-haiku-4-5", api_key="sk-ant-test", base_url=stream_server.url)
     provider = RateLimitedProvider(inner, RateLimit(tokens_per_minute=80_000), store=store, key="k")
+    request = MessageRequest(None, [Message.user("hi")], max_tokens=100)
     try:
-        provider.chat(MessageRequest(None, [Message.user("hi")], max_tokens=100))
+        provider.chat(request)
     finally:
         provider.close()
-    assert store.levels("k")[1] <= 2500
+    # Lowered to 2,500, then the estimate corrected to the 15 tokens used.
+    assert store.levels("k")[1] == pytest.approx(2500 + provider.estimate(request) - 15)
 
 
 def test_headers_of_a_server_with_more_left_than_a_local_minute_change_nothing(stream_server):
