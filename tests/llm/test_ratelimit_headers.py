@@ -83,7 +83,7 @@ def test_anthropic_headers_lower_the_token_bucket_to_what_the_server_has_left(st
     finally:
         provider.close()
     # Lowered to 2,500, then the estimate corrected to the 15 tokens used.
-    assert store.levels("k")[1] == pytest.approx(2500 + provider.estimate(request) - 15)
+    assert store.levels("k")[1] == pytest.approx(2500 + provider.estimate(request) - 15, abs=50)  # + refill
 
 
 def test_headers_of_a_server_with_more_left_than_a_local_minute_change_nothing(stream_server):
