@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from agcore_sync import _instrument
 
-__all__ = ["HeadersCallback", "report", "watching"]
+__all__ = ["HeadersCallback", "report", "unwatch", "watch", "watching"]
 
 logger = _instrument.get_logger("agcore_sync.llm")
 
@@ -53,6 +53,20 @@ class watching:
 
     def __exit__(self, *exc_info: Any) -> None:
         _watcher.reset(self._token)
+
+
+def watch(callback: HeadersCallback) -> contextvars.Token:
+    """Start sending headers to ``callback`` in this context; give the result to :func:`unwatch`.
+
+    The two calls :class:`watching` makes, for a hot path that cannot
+    afford an object per call.
+    """
+    return _watcher.set(callback)
+
+
+def unwatch(token: contextvars.Token) -> None:
+    """Undo :func:`watch` (in the same context)."""
+    _watcher.reset(token)
 
 
 def report(headers: Mapping[str, str]) -> None:

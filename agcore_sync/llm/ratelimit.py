@@ -39,9 +39,7 @@ attempt of a fallback list as one request of its own key.
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
@@ -103,20 +101,6 @@ class RateLimit:
     max_wait: float = attrs.field(default=60.0, validator=_check_max_wait)
 
 
-# Slot ids: unique across processes (a random prefix, new in a forked child) and cheap.
-_slot_prefix = os.urandom(6).hex()
-_slot_ids = itertools.count(1)
-
-
-def _reseed() -> None:
-    global _slot_prefix
-    _slot_prefix = os.urandom(6).hex()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reseed)
-
-
 class RateLimitedProvider(LlmProvider):
     """Wraps a provider and keeps its calls within a :class:`RateLimit` (rules in the module docstring).
 
@@ -159,7 +143,9 @@ class RateLimitedProvider(LlmProvider):
         self.model = inner.model
         self.pricing = getattr(inner, "pricing", None)
         # Headers are read only when a per-minute bucket exists to tighten.
-        self._reads_headers = limit.requests_per_minute is not None or limit.tokens_per_minute is not None
+        reads_headers = limit.requests_per_minute is not None or limit.tokens_per_minute is not None
+        self._headers_seen: Optional[Callable[[Mapping[str, str]], None]] = \
+            self._read_headers if reads_headers else None
 
     def __repr__(self) -> str:
         return f"RateLimitedProvider({self.inner!r}, {self.limit!r}, key={self.key!r})"
@@ -173,19 +159,23 @@ class RateLimitedProvider(LlmProvider):
             RateLimitWaitExceeded: no room within ``max_wait`` (or never).
             LlmError: what ``inner`` raises.
         """
-        tokens = self.estimate(request)
+        tokens = 0 if self.limit.tokens_per_minute is None else self.estimate(request)
         slot = self.acquire(tokens, None)
         try:
-            if self._reads_headers:
-                with _response_headers.watching(self._read_headers):
+            if self._headers_seen is not None:
+                watch = _response_headers.watch(self._headers_seen)
+                try:
                     response = self.inner.chat(request)
+                finally:
+                    _response_headers.unwatch(watch)
             else:
                 response = self.inner.chat(request)
         except BaseException:
             if slot is not None:
                 self.store.settle(self.key, self.limit, 0, slot)
             raise
-        self.settle(tokens, response.usage, slot)
+        if slot is not None or tokens:
+            self.settle(tokens, response.usage, slot)
         return response
 
     def chat_stream(self, request: MessageRequest) -> Iterator[StreamEvent]:
@@ -222,7 +212,7 @@ class RateLimitedProvider(LlmProvider):
                 f"rate limit {self.key!r}: a request of about {tokens} tokens (its JSON / 4 + max_tokens) "
                 f"is larger than tokens_per_minute={limit.tokens_per_minute:g}; it can never be sent: "
                 "shorten it, lower max_tokens or raise the limit", wait=None)
-        slot = f"{_slot_prefix}-{next(_slot_ids)}" if limit.max_concurrent is not None else None
+        slot = self.store.new_slot() if limit.max_concurrent is not None else None
         wait = self.store.acquire(self.key, limit, tokens, slot)
         if not wait:
             return slot
@@ -352,8 +342,8 @@ class _LimitedStream:
             self._tokens = provider.estimate(self._request)
             self._slot = provider.acquire(self._tokens, self._cancel)
             self._inner = provider.inner.chat_stream(self._request)
-            if provider._reads_headers:
-                with _response_headers.watching(provider._read_headers):
+            if provider._headers_seen is not None:
+                with _response_headers.watching(provider._headers_seen):
                     event = next(self._inner)  # the request is sent here
             else:
                 event = next(self._inner)

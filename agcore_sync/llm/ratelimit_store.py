@@ -24,7 +24,9 @@ Redis, one Lua script per step, so processes share it.
 from __future__ import annotations
 
 import abc
+import itertools
 import math
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional
@@ -38,6 +40,20 @@ __all__ = ["RateLimitStore", "InMemoryRateLimitStore", "REQUESTS", "TOKENS"]
 REQUESTS = "requests"
 #: The name of the tokens bucket.
 TOKENS = "tokens"
+
+
+# Slot ids: unique across processes (a random prefix, new in a forked child) and cheap.
+_slot_prefix = os.urandom(6).hex()
+_slot_ids = itertools.count(1)
+
+
+def _reseed() -> None:
+    global _slot_prefix
+    _slot_prefix = os.urandom(6).hex()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed)
 
 
 class RateLimitStore(abc.ABC):
@@ -77,6 +93,10 @@ class RateLimitStore(abc.ABC):
     def tighten(self, key: str, limit: RateLimit, bucket: str, level: float) -> None:
         """Lower ``bucket`` (:data:`REQUESTS` or :data:`TOKENS`) to ``level`` if it holds more."""
 
+    def new_slot(self) -> str:
+        """Return an id for a concurrency slot, unique across processes (a random prefix and a counter)."""
+        return f"{_slot_prefix}-{next(_slot_ids)}"
+
     def wait(self, key: str, seconds: float, cancel: Optional[threading.Event]) -> bool:
         """Block up to ``seconds`` for the budget of ``key`` to change; return True if cancelled.
 
@@ -112,7 +132,8 @@ class InMemoryRateLimitStore(RateLimitStore):
         clock: ``() -> seconds``, monotonic (tests pass a fake one).
 
     Waiters block on a condition of the lock, so a slot given back or a
-    refund wakes them at once.
+    refund wakes them at once. The hot path (a request with room) takes
+    the plain lock and touches the condition only when someone waits.
 
     .. versionadded:: 0.3
     """
@@ -120,10 +141,16 @@ class InMemoryRateLimitStore(RateLimitStore):
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self._budgets: Dict[str, _Budget] = {}
-        self._changed = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._waiting = 0
 
     def __repr__(self) -> str:
         return f"InMemoryRateLimitStore(keys={len(self._budgets)})"
+
+    def new_slot(self) -> str:
+        """Return a slot id: this store counts slots, so one id serves every holder."""
+        return "slot"
 
     def _budget(self, key: str, limit: RateLimit, now: float) -> _Budget:
         budget = self._budgets.get(key)
@@ -134,21 +161,27 @@ class InMemoryRateLimitStore(RateLimitStore):
     def acquire(self, key: str, limit: RateLimit, tokens: int, slot: Optional[str]) -> float:
         """See :meth:`RateLimitStore.acquire`."""
         rpm, tpm, most = limit.requests_per_minute, limit.tokens_per_minute, limit.max_concurrent
-        with self._changed:
+        with self._lock:
             now = self.clock()
-            budget = self._budget(key, limit, now)
+            budget = self._budgets.get(key)
+            if budget is None:
+                budget = self._budgets[key] = _Budget(limit, now)
             wait = 0.0
+            # The refill of _refilled, inlined: this runs on every request.
             if rpm is not None:
-                budget.requests = _refilled(budget.requests, budget.requests_at, now, rpm)
+                level = budget.requests + rpm * (now - budget.requests_at) / 60.0
+                budget.requests = level = rpm if level > rpm else level
                 budget.requests_at = now
-                if budget.requests < 1:
-                    wait = (1 - budget.requests) * 60.0 / rpm
+                if level < 1:
+                    wait = (1 - level) * 60.0 / rpm
             if tpm is not None:
-                budget.tokens = _refilled(budget.tokens, budget.tokens_at, now, tpm)
+                level = budget.tokens + tpm * (now - budget.tokens_at) / 60.0
+                budget.tokens = level = tpm if level > tpm else level
                 budget.tokens_at = now
-                if budget.tokens < tokens:
-                    wait = max(wait, (tokens - budget.tokens) * 60.0 / tpm)
-            if most is not None and budget.active >= most and wait == 0.0:
+                if level < tokens:
+                    need = (tokens - level) * 60.0 / tpm
+                    wait = need if need > wait else wait
+            if most is not None and wait == 0.0 and budget.active >= most:
                 wait = math.inf
             if wait:
                 return wait
@@ -163,7 +196,7 @@ class InMemoryRateLimitStore(RateLimitStore):
     def settle(self, key: str, limit: RateLimit, tokens_delta: int, slot: Optional[str]) -> None:
         """See :meth:`RateLimitStore.settle`."""
         tpm = limit.tokens_per_minute
-        with self._changed:
+        with self._lock:
             budget = self._budgets.get(key)
             if budget is None:
                 return
@@ -173,7 +206,7 @@ class InMemoryRateLimitStore(RateLimitStore):
                 budget.tokens, budget.tokens_at = max(-float(tpm), min(float(tpm), level)), now
             if slot is not None and budget.active > 0:
                 budget.active -= 1
-            if slot is not None or tokens_delta < 0:
+            if self._waiting and (slot is not None or tokens_delta < 0):
                 self._changed.notify_all()
 
     def tighten(self, key: str, limit: RateLimit, bucket: str, level: float) -> None:
@@ -181,7 +214,7 @@ class InMemoryRateLimitStore(RateLimitStore):
         per_minute = limit.requests_per_minute if bucket == REQUESTS else limit.tokens_per_minute
         if per_minute is None:
             return
-        with self._changed:
+        with self._lock:
             now = self.clock()
             budget = self._budget(key, limit, now)
             if bucket == REQUESTS:
@@ -196,7 +229,11 @@ class InMemoryRateLimitStore(RateLimitStore):
         with self._changed:
             if cancel is not None and cancel.is_set():
                 return True
-            self._changed.wait(seconds)
+            self._waiting += 1
+            try:
+                self._changed.wait(seconds)
+            finally:
+                self._waiting -= 1
         return cancel is not None and cancel.is_set()
 
     def wake(self, key: str) -> None:
@@ -205,8 +242,8 @@ class InMemoryRateLimitStore(RateLimitStore):
             self._changed.notify_all()
 
     def levels(self, key: str) -> List[float]:
-        """Return ``[requests, tokens, active slots]`` of ``key`` now (for tests and diagnostics)."""
-        with self._changed:
+        """Return ``[requests, tokens, active slots]`` of ``key`` as last updated (tests, diagnostics)."""
+        with self._lock:
             budget = self._budgets.get(key)
             if budget is None:
                 return []
