@@ -182,7 +182,7 @@ class Observer(abc.ABC):
     def trace_meta(self, span: Any) -> Dict[str, str]:
         """Return the trace context of ``span`` as MCP ``_meta`` entries (``traceparent``)."""
 
-    def provider_answered(self, provider: Any, index: int) -> None:  # noqa: B027 - optional, added in 0.3
+    def provider_answered(self, provider: Any, index: int) -> None:  # noqa: B027 - optional, added in 0.2
         """Note on the current span which provider of a fallback list answered (default: nothing)."""
 
 

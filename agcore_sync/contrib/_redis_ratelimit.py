@@ -152,7 +152,7 @@ class RedisRateLimitStore(RateLimitStore):
         TypeError: a client that is not a ``redis.Redis``, a prefix that is not a str.
         ValueError: a ``slot_ttl`` that is not a number > 0.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     #: How often a caller waiting only for a free slot asks again (Redis does not tell).

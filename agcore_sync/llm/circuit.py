@@ -69,7 +69,7 @@ class CircuitBreaker:
         ValueError: a threshold or delay that is zero, negative or not a
             number (``"60"`` included).
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     def __init__(self, failure_threshold: int = 5, reset_after: float = 30.0, *,

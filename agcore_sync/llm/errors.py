@@ -231,7 +231,7 @@ class RateLimitWaitExceeded(LlmError):
         message: what is exhausted, on which key, and what to do next.
         wait: the seconds the budget needed (None: it can never fit).
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     def __init__(self, message: str, *, wait: Optional[float] = None) -> None:
@@ -253,7 +253,7 @@ class RateLimitStoreError(LlmError):
     Retryable. A store built with ``fail_open=True`` logs instead and lets
     the request through.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     default_retryable = True
@@ -265,7 +265,7 @@ class CircuitOpenError(LlmError):
     ``retry_after`` is the seconds until the breaker lets a trial request
     through. Retryable (after that wait).
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     default_retryable = True
@@ -283,7 +283,7 @@ class AllProvidersFailedError(LlmError):
         message: one line per attempt.
         errors: the errors, in order.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     def __init__(self, message: str, *, errors: Iterable[LlmError] = ()) -> None:

@@ -93,7 +93,7 @@ class FallbackProvider(LlmProvider):
             that is not a tuple of exception classes, or a ``circuit`` that
             is not a :class:`CircuitBreaker`.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     def __init__(self, providers: Iterable[LlmProvider], *,

@@ -92,7 +92,7 @@ class RateLimit:
         ValueError: a limit that is zero, negative or not a number (``"60"``
             included), or a negative ``max_wait``.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     requests_per_minute: Optional[float] = attrs.field(default=None, validator=_optional_limit())
@@ -120,7 +120,7 @@ class RateLimitedProvider(LlmProvider):
         sleep: how to wait (tests pass one that moves a fake clock); None
             waits on the store, cancellable by closing the stream.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     def __init__(self, inner: LlmProvider, limit: RateLimit, *, store: Optional[RateLimitStore] = None,

@@ -63,7 +63,7 @@ class RateLimitStore(abc.ABC):
     from the calling threads, concurrently; an implementation makes each one
     atomic.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     #: How often a caller waiting only for a free slot asks again; None: the
@@ -135,7 +135,7 @@ class InMemoryRateLimitStore(RateLimitStore):
     refund wakes them at once. The hot path (a request with room) takes
     the plain lock and touches the condition only when someone waits.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:

@@ -21,6 +21,6 @@ __all__ = ["estimate_tokens"]
 def estimate_tokens(request: MessageRequest) -> int:
     """Return ``ceil(characters of the request's JSON / 4)``: an estimate.
 
-    .. versionadded:: 0.3 (it was :func:`agcore_sync.agent.compact.estimate_tokens`, still importable there)
+    .. versionadded:: 0.2 (it was :func:`agcore_sync.agent.compact.estimate_tokens`, still importable there)
     """
     return math.ceil(len(json.dumps(request.to_dict(), ensure_ascii=False)) / 4)
