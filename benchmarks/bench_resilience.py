@@ -419,16 +419,51 @@ def overhead(redis_port: int, n: int, redis_n: int) -> Dict:
         shared = RateLimitedProvider(bare, RateLimit(requests_per_minute=big), store=RedisRateLimitStore(client),
                                      key="overhead")
         shared.chat(request)
-        evalsha_us = per_call_us(noop, redis_n)
-        redis_us = per_call_us(lambda: shared.chat(request), redis_n)
+        # Interleaved runs, so both see the same load; medians over the runs.
+        evalsha_runs, redis_runs = [], []
+        for _ in range(7):
+            evalsha_runs.append(per_call_us(noop, redis_n, repeats=1))
+            redis_runs.append(per_call_us(lambda: shared.chat(request), redis_n, repeats=1))
+        evalsha_us, redis_us = statistics.median(evalsha_runs), statistics.median(redis_runs)
+        # Round trips: every command the client sends goes through execute_command (no pipelines here).
+        sent: List[str] = []
+        execute = client.execute_command
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            sent.append(str(args[0]))
+            return execute(*args, **kwargs)
+
+        client.execute_command = counted  # type: ignore[method-assign]
+        for _ in range(100):
+            shared.chat(request)
+        client.execute_command = execute  # type: ignore[method-assign]
+        # Time inside Redis per script (commandstats), which a loaded machine's scheduling does not blur.
+        server_us = {}
+        for name, call in (("evalsha", noop), ("acquire", lambda: shared.chat(request))):
+            client.config_resetstat()
+            for _ in range(redis_n):
+                call()
+            server_us[name] = client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"]
     finally:
         client.close()
     return {"bare_us": bare_us, "rpm_concurrency_overhead_us": rpm_us - bare_us,
             "rpm_tpm_concurrency_overhead_us": all_us - bare_us, "redis_chat_us": redis_us,
-            "bare_evalsha_us": evalsha_us, "redis_over_evalsha": redis_us / evalsha_us}
+            "bare_evalsha_us": evalsha_us, "redis_over_evalsha": redis_us / evalsha_us,
+            "round_trips_per_acquire": len(sent) / 100, "commands": sorted(set(sent)),
+            "server_us_evalsha": server_us["evalsha"], "server_us_acquire": server_us["acquire"]}
 
 
 # -- main ---------------------------------------------------------------------------
+
+
+def print_budget(budget: Dict[str, Any], args: argparse.Namespace) -> None:
+    print(f"1. shared budget: {RPM} RPM, {TPM:,} TPM, {args.processes} processes x {args.threads} threads, "
+          f"{args.duration:g} s, one Redis")
+    print(table(["requests", "tokens", "over budget (req/tok)", "used req", "used tok", "waits > max_wait"],
+                [[budget["requests"], f"{budget['tokens']:,}",
+                  f"{budget['over_budget_requests']}/{budget['over_budget_tokens']}",
+                  f"{budget['used_requests']:.1%}", f"{budget['used_tokens']:.1%}", budget["wait_exceeded"]]]))
+    print("   per whole minute (requests, tokens):", budget["per_minute"])
 
 
 def main() -> None:
@@ -443,6 +478,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--overhead-calls", type=int, default=20000)
     parser.add_argument("--redis-calls", type=int, default=2000)
+    parser.add_argument("--skip-budget", action="store_true", help="leave out part 1 (its two minutes)")
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args()
 
@@ -452,15 +488,10 @@ def main() -> None:
     redis_server = RedisServer().start()
     server, thread = serve()
     try:
-        budget = results["budget"] = shared_budget(server, redis_server.port, args.processes, args.threads,
-                                                   args.duration)
-        print(f"1. shared budget: {RPM} RPM, {TPM:,} TPM, {args.processes} processes x {args.threads} threads, "
-              f"{args.duration:g} s, one Redis")
-        print(table(["requests", "tokens", "over budget (req/tok)", "used req", "used tok", "waits > max_wait"],
-                    [[budget["requests"], f"{budget['tokens']:,}",
-                      f"{budget['over_budget_requests']}/{budget['over_budget_tokens']}",
-                      f"{budget['used_requests']:.1%}", f"{budget['used_tokens']:.1%}", budget["wait_exceeded"]]]))
-        print("   per whole minute (requests, tokens):", budget["per_minute"])
+        if not args.skip_budget:
+            budget = results["budget"] = shared_budget(server, redis_server.port, args.processes, args.threads,
+                                                       args.duration)
+            print_budget(budget, args)
         fail = results["failover"] = failover(server, args.turns, 4)
         print(f"2. failover: {args.turns} streamed turns, primary down / 429 / stalling for 50% of them")
         print(table(["succeeded", "by primary", "by backup", "events ok", "breaker opened", "closed again",
@@ -469,11 +500,14 @@ def main() -> None:
                       fail["breaker_opened"], fail["breaker_closed_again"], fail["final_state"], fail["seconds"]]]))
         print("   primary requests by mode:", fail["server_counts"])
         over = results["overhead"] = overhead(redis_server.port, args.overhead_calls, args.redis_calls)
-        print("3. overhead per request (median of 5 runs; in-process figures are CPU time)")
+        print("3. overhead per request (medians; in-process figures are CPU time, Redis ones wall time)")
         print(table(["bare us", "+RPM+concurrency us", "+RPM+TPM+concurrency us", "Redis chat us",
-                     "bare EVALSHA us", "Redis / EVALSHA"],
+                     "bare EVALSHA us", "Redis / EVALSHA", "round trips"],
                     [[over["bare_us"], over["rpm_concurrency_overhead_us"], over["rpm_tpm_concurrency_overhead_us"],
-                      over["redis_chat_us"], over["bare_evalsha_us"], over["redis_over_evalsha"]]]))
+                      over["redis_chat_us"], over["bare_evalsha_us"], over["redis_over_evalsha"],
+                      f"{over['round_trips_per_acquire']:.2f} ({', '.join(over['commands'])})"]]))
+        print(f"   time inside Redis per call: bare EVALSHA {over['server_us_evalsha']:.1f} us, "
+              f"acquire script {over['server_us_acquire']:.1f} us")
     finally:
         server.stopping.set()
         server.shutdown()

@@ -99,3 +99,21 @@ def test_bench_import_prints_the_first_use_row_and_the_importtime_top(tmp_path):
     rows = body[:body.index(next(line for line in body if line.startswith("=")))]
     assert len(rows) == 5
     assert any(line.startswith("self time by top-level package: ") for line in lines)
+
+
+def test_bench_resilience_runs_its_three_parts_and_prints_their_tables(tmp_path):
+    import shutil
+
+    if shutil.which("redis-server") is None or not has("redis"):
+        pytest.skip("bench_resilience needs redis-server and the redis package")
+    results_file = tmp_path / "resilience.json"
+    stdout = run_benchmark("bench_resilience.py", "--duration", "3", "--processes", "2", "--threads", "2",
+                           "--turns", "40", "--overhead-calls", "200", "--redis-calls", "20",
+                           "--json", str(results_file))
+    results = json.loads(results_file.read_text())
+    budget, failover, overhead = results["budget"], results["failover"], results["overhead"]
+    assert budget["requests"] >= 1 and budget["errors"] == [] and budget["over_budget_requests"] == 0
+    assert failover["turns"] == 40 and failover["succeeded"] == 40 and failover["events_ok"]
+    assert failover["by_primary"] + failover["by_backup"] == 40 and failover["by_backup"] >= 1
+    assert overhead["bare_evalsha_us"] > 0 and overhead["redis_chat_us"] > 0
+    assert "shared budget" in stdout and "failover" in stdout and "Redis / EVALSHA" in stdout

@@ -267,3 +267,15 @@ def test_a_limit_that_is_not_a_positive_number_is_a_value_error(kwargs):
 def test_a_non_provider_or_a_non_limit_is_a_type_error(args):
     with pytest.raises(TypeError, match="RateLimitedProvider"):
         RateLimitedProvider(*args)
+
+
+def test_a_fallback_list_of_rate_limited_providers_moves_on_when_one_budget_is_spent():
+    from agcore_sync.llm.fallback import DEFAULT_FALL_BACK_ON
+
+    time = FakeTime()
+    first = limited(RateLimit(requests_per_minute=1, max_wait=0.0), texts(2), time)
+    second = MockProvider([MockProvider.text("from b", model="b")], model="b")
+    provider = FallbackProvider([first, second], fall_back_on=(*DEFAULT_FALL_BACK_ON, RateLimitWaitExceeded))
+    assert provider.chat(REQUEST).model == "m"
+    assert provider.chat(REQUEST).model == "b"  # the first's budget is spent: no request, no wait
+    assert len(first.inner.requests) == 1 and time.slept == []
