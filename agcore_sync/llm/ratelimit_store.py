@@ -29,10 +29,12 @@ import math
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.llm.ratelimit import RateLimit
+# ``limit`` below is a :class:`~agcore_sync.llm.ratelimit.RateLimit`, read by its
+# attributes (``requests_per_minute``, ``tokens_per_minute``, ``max_concurrent``);
+# not imported: ratelimit.py imports this module, and imports run one way.
+_Limit = Any
 
 __all__ = ["RateLimitStore", "InMemoryRateLimitStore", "REQUESTS", "TOKENS"]
 
@@ -71,7 +73,7 @@ class RateLimitStore(abc.ABC):
     slot_poll_interval: Optional[float] = None
 
     @abc.abstractmethod
-    def acquire(self, key: str, limit: RateLimit, tokens: int, slot: Optional[str]) -> float:
+    def acquire(self, key: str, limit: _Limit, tokens: int, slot: Optional[str]) -> float:
         """Take one request, ``tokens`` tokens and (if ``slot``) a concurrency slot, all or nothing.
 
         Args:
@@ -86,11 +88,11 @@ class RateLimitStore(abc.ABC):
         """
 
     @abc.abstractmethod
-    def settle(self, key: str, limit: RateLimit, tokens_delta: int, slot: Optional[str]) -> None:
+    def settle(self, key: str, limit: _Limit, tokens_delta: int, slot: Optional[str]) -> None:
         """Charge ``tokens_delta`` more tokens (negative: give back) and release ``slot``."""
 
     @abc.abstractmethod
-    def tighten(self, key: str, limit: RateLimit, bucket: str, level: float) -> None:
+    def tighten(self, key: str, limit: _Limit, bucket: str, level: float) -> None:
         """Lower ``bucket`` (:data:`REQUESTS` or :data:`TOKENS`) to ``level`` if it holds more."""
 
     def new_slot(self) -> str:
@@ -114,7 +116,7 @@ class _Budget:
 
     __slots__ = ("requests", "requests_at", "tokens", "tokens_at", "active")
 
-    def __init__(self, limit: RateLimit, now: float) -> None:
+    def __init__(self, limit: _Limit, now: float) -> None:
         self.requests = float(limit.requests_per_minute or 0)
         self.tokens = float(limit.tokens_per_minute or 0)
         self.requests_at = self.tokens_at = now
@@ -152,13 +154,13 @@ class InMemoryRateLimitStore(RateLimitStore):
         """Return a slot id: this store counts slots, so one id serves every holder."""
         return "slot"
 
-    def _budget(self, key: str, limit: RateLimit, now: float) -> _Budget:
+    def _budget(self, key: str, limit: _Limit, now: float) -> _Budget:
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = _Budget(limit, now)
         return budget
 
-    def acquire(self, key: str, limit: RateLimit, tokens: int, slot: Optional[str]) -> float:
+    def acquire(self, key: str, limit: _Limit, tokens: int, slot: Optional[str]) -> float:
         """See :meth:`RateLimitStore.acquire`."""
         rpm, tpm, most = limit.requests_per_minute, limit.tokens_per_minute, limit.max_concurrent
         with self._lock:
@@ -193,7 +195,7 @@ class InMemoryRateLimitStore(RateLimitStore):
                 budget.active += 1
             return 0.0
 
-    def settle(self, key: str, limit: RateLimit, tokens_delta: int, slot: Optional[str]) -> None:
+    def settle(self, key: str, limit: _Limit, tokens_delta: int, slot: Optional[str]) -> None:
         """See :meth:`RateLimitStore.settle`."""
         tpm = limit.tokens_per_minute
         with self._lock:
@@ -209,7 +211,7 @@ class InMemoryRateLimitStore(RateLimitStore):
             if self._waiting and (slot is not None or tokens_delta < 0):
                 self._changed.notify_all()
 
-    def tighten(self, key: str, limit: RateLimit, bucket: str, level: float) -> None:
+    def tighten(self, key: str, limit: _Limit, bucket: str, level: float) -> None:
         """See :meth:`RateLimitStore.tighten`."""
         per_minute = limit.requests_per_minute if bucket == REQUESTS else limit.tokens_per_minute
         if per_minute is None:
