@@ -16,13 +16,13 @@ and a local OpenAI-compatible HTTP server (a thread of this process, on
    answers with a completion of 1,500 to 2,000 tokens (``usage``), so both
    budgets bind. The server keeps the provider's own books: a token bucket
    per dimension with the same rules (a minute's budget, refilled
-   continuously, full at the start), charged with each request's real usage
-   on arrival; a request it has no room for is *over budget* (a real
+   continuously, full when the first request arrives), charged with each
+   request's real usage on arrival; a request it has no room for is *over budget* (a real
    provider would answer 429). The check allows 250 ms of refill for the
    time between taking the budget and arriving. It also prints the requests
    and tokens of each whole minute since the start. *Used* is what arrived
-   over what the budget allowed in the run (a full minute at the start plus
-   the refill over the duration).
+   over what the budget allowed from the first arrival to the last (a full
+   minute at the start plus the refill in between).
 2. **Failover.** ``--turns`` (1,000) streamed session turns on 4 threads
    through ``FallbackProvider([primary, backup], circuit=CircuitBreaker(5,
    reset_after=0.2))``. The primary fails for a scripted part of the turns:
@@ -122,10 +122,15 @@ class BenchServer(ThreadingHTTPServer):
         self.start_budget()
 
     def start_budget(self) -> None:
+        # The books open with the first request, as the clients' shared bucket does (full, at its first acquire).
         with self.lock:
-            self.t0 = time.monotonic()
-            self.requests, self.tokens = Books(RPM, self.t0), Books(TPM, self.t0)
+            self.t0: Optional[float] = None
             self.arrivals: List[tuple] = []
+
+    def _open_books(self, now: float) -> None:
+        if self.t0 is None:
+            self.t0 = now
+            self.requests, self.tokens = Books(RPM, now), Books(TPM, now)
 
     def count(self, name: str) -> None:
         with self.lock:
@@ -164,9 +169,10 @@ class Handler(BaseHTTPRequestHandler):
         completion = random.randint(1500, int(body.get("max_tokens") or 2000))
         with server.lock:
             now = time.monotonic()
+            server._open_books(now)
             server.requests.charge(1, now)
             server.tokens.charge(prompt + completion, now)
-            server.arrivals.append((now - server.t0, prompt + completion))
+            server.arrivals.append((now - server.t0, prompt + completion))  # type: ignore[operator]
         self._send(200, {"id": "chatcmpl-bench", "object": "chat.completion", "created": 1741569952,
                          "model": body["model"], "choices": [{"index": 0, "finish_reason": "stop",
                                                               "message": {"role": "assistant", "content": "ok"}}],
@@ -272,7 +278,7 @@ def shared_budget(server: BenchServer, redis_port: int, processes: int, threads:
         outs.append(json.loads(out.strip().splitlines()[-1]))
     with server.lock:
         arrivals = list(server.arrivals)
-        over_requests, over_tokens = server.requests.over, server.tokens.over
+        over_requests, over_tokens = (server.requests.over, server.tokens.over) if arrivals else (0, 0)
     # The budget allowed up to the last arrival: a full minute at the start plus the refill since.
     elapsed = max((at for at, _ in arrivals), default=duration)
     allowed_requests = RPM + RPM * elapsed / 60
