@@ -275,3 +275,19 @@ def test_an_openai_provider_that_is_down_falls_back_to_anthropic_over_real_http(
     sent = second.json
     assert second.path.endswith("/messages") and sent["model"] == "claude-haiku-4-5"
     assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
+
+
+def test_each_providers_own_prices_count_for_its_answers():
+    from agcore_sync import Pricing
+
+    usage = Usage(1000, 1000)
+    first = MockProvider([ServerError("503", status_code=503)], model="cheap-model", pricing=Pricing(1.0, 1.0))
+    second = MockProvider([MockProvider.text("ok", model="dear-model", usage=usage)], model="dear-model",
+                          pricing=Pricing(100.0, 100.0))
+    provider = FallbackProvider([first, second])
+    # One table with each provider's prices (the built-in ones kept), for whatever prices by model.
+    assert provider.pricing["cheap-model"] == Pricing(1.0, 1.0)
+    assert provider.pricing["dear-model"] == Pricing(100.0, 100.0) and "gpt-4o" in provider.pricing
+    session = AgentSession(provider, pricing=provider.pricing)
+    session.submit_turn("hi")
+    assert session.cost_usd == pytest.approx(Pricing(100.0, 100.0).cost(usage))
