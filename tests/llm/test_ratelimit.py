@@ -279,3 +279,28 @@ def test_a_fallback_list_of_rate_limited_providers_moves_on_when_one_budget_is_s
     assert provider.chat(REQUEST).model == "m"
     assert provider.chat(REQUEST).model == "b"  # the first's budget is spent: no request, no wait
     assert len(first.inner.requests) == 1 and time.slept == []
+
+
+def test_a_retry_inside_a_fallback_list_retries_its_provider_before_the_next_one_answers():
+    time = FakeTime()
+    flaky = MockProvider([ServerError("503", status_code=503)] * 3, model="a")
+    backup = MockProvider([MockProvider.text("from b", model="b")], model="b")
+    provider = FallbackProvider([RetryProvider(flaky, RetryConfig(max_retries=2, jitter=False), sleep=time.sleep),
+                                 backup])
+    assert provider.chat(REQUEST).model == "b"
+    assert len(flaky.requests) == 3 and time.slept == [0.5, 1.0]
+
+
+def test_the_composed_stack_streams_one_answer_and_gives_its_slot_back():
+    time = FakeTime()
+    store = InMemoryRateLimitStore(time.clock)
+    first = MockProvider([MockProvider.failing_stream(MockProvider.text("lost", model="a"), after_events=0,
+                                                      error=ServerError("503", status_code=503))], model="a")
+    second = MockProvider([MockProvider.text("streamed from b", model="b", usage=Usage(40, 10))], model="b")
+    limit = RateLimit(requests_per_minute=10, tokens_per_minute=10_000, max_concurrent=1)
+    provider = RetryProvider(RateLimitedProvider(FallbackProvider([first, second]), limit, store=store, key="k",
+                                                 clock=time.clock, sleep=time.sleep), sleep=time.sleep)
+    events = list(provider.chat_stream(REQUEST))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "streamed from b"
+    requests, tokens, active = store.levels("k")
+    assert requests == 9 and tokens == pytest.approx(10_000 - 50) and active == 0
