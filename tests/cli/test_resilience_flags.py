@@ -55,3 +55,22 @@ def test_a_limit_that_is_not_a_positive_number_is_a_usage_error(value, capsys):
     with pytest.raises(SystemExit) as caught:
         _parser().parse_args([*BASE, "--rpm", value])
     assert caught.value.code == 2 and "--rpm" in capsys.readouterr().err
+
+
+def test_the_demo_falls_back_to_the_next_provider_when_the_first_answers_503(stream_server, monkeypatch):
+    import json
+
+    from tests.cli.helpers import run_cli
+    from tests.support.wire import openai_error_body
+    from tests.support.wire import openai_text_stream as text_response
+
+    stream_server.add_response([json.dumps(openai_error_body("no healthy upstream", "server_error")).encode()],
+                               status=503, headers={"Content-Type": "application/json"})
+    stream_server.add_response(text_response("chatcmpl-2", ["Hello from ", "the fallback."], usage=(20, 5)))
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{stream_server.url}/v1")  # where the fallback's URL comes from
+    result = run_cli(["demo", "--provider", "openai", "--model", "gpt-4o-mini", "--base-url",
+                      f"{stream_server.url}/v1", "--retries", "0", "--no-demo-tools", "--question", "hi",
+                      "--fallback", "openai:gpt-4o", "--rpm", "60", "--tpm", "100000"])
+    assert result.returncode == 0, result.stderr
+    assert "Hello from the fallback." in result.stdout
+    assert [request.json["model"] for request in stream_server.requests] == ["gpt-4o-mini", "gpt-4o"]
