@@ -186,3 +186,16 @@ def test_fail_open_lets_requests_through_during_an_outage_and_logs_it(caplog):
 def test_bad_arguments_are_refused(redis_client, kwargs, error):
     with pytest.raises(error):
         RedisRateLimitStore(**{"client": redis_client, **kwargs})
+
+
+@pytest.mark.parametrize("options", [{"decode_responses": True}, {"protocol": 3}])
+def test_the_store_works_with_decoded_replies_and_resp3(make_client, options):
+    client = make_client(**options)
+    client.flushall()
+    store = RedisRateLimitStore(client, clock=FakeClock())
+    limit = RateLimit(requests_per_minute=1, max_concurrent=1)
+    assert store.acquire("k", limit, 0, "a") == 0.0
+    assert store.acquire("k", limit, 0, "b") == pytest.approx(60.0)
+    store.settle("k", limit, 0, "a")
+    assert store.acquire("k", RateLimit(max_concurrent=1), 0, "c") == 0.0
+    assert store.acquire("k", RateLimit(max_concurrent=1), 0, "d") == float("inf")
