@@ -159,6 +159,14 @@ _EXPORTS: Dict[str, str] = {
     "FileTokenStorage": "agcore_sync.tools.mcp.auth.storage",
     "OAuthToken": "agcore_sync.tools.mcp.auth.storage",
     "OAuthClientInfo": "agcore_sync.tools.mcp.auth.storage",
+    # Resilience (Round 5)
+    "FallbackProvider": "agcore_sync.llm.fallback",
+    "CircuitBreaker": "agcore_sync.llm.circuit",
+    "RateLimit": "agcore_sync.llm.ratelimit",
+    "RateLimitedProvider": "agcore_sync.llm.ratelimit",
+    "RateLimitWaitExceeded": "agcore_sync.llm.errors",
+    "AllProvidersFailedError": "agcore_sync.llm.errors",
+    "CircuitOpenError": "agcore_sync.llm.errors",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -199,10 +207,13 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.hooks import Approve, Defer, Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
     from agcore_sync.llm.anthropic import AnthropicProvider  # noqa: F401
     from agcore_sync.llm.bedrock import BedrockProvider  # noqa: F401
+    from agcore_sync.llm.circuit import CircuitBreaker  # noqa: F401
     from agcore_sync.llm.content import ContentBlock  # noqa: F401
     from agcore_sync.llm.cost import Pricing  # noqa: F401
     from agcore_sync.llm.errors import (  # noqa: F401
+        AllProvidersFailedError,
         AuthenticationError,
+        CircuitOpenError,
         LlmConnectionError,
         LlmError,
         LlmTimeoutError,
@@ -211,6 +222,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         OutputValidationError,
         ProviderError,
         RateLimitError,
+        RateLimitWaitExceeded,
         ResponseParseError,
         ServerError,
     )
@@ -231,6 +243,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionCompleted,
         ToolExecutionStarted,
     )
+    from agcore_sync.llm.fallback import FallbackProvider  # noqa: F401
     from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
     from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401
@@ -245,6 +258,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.llm.partial import PartialMessageResponse  # noqa: F401
     from agcore_sync.llm.provider import LlmProvider  # noqa: F401
+    from agcore_sync.llm.ratelimit import RateLimit, RateLimitedProvider  # noqa: F401
     from agcore_sync.llm.responses import OpenAIResponsesProvider  # noqa: F401
     from agcore_sync.llm.retry import RetryConfig, RetryProvider  # noqa: F401
     from agcore_sync.llm.types import (  # noqa: F401

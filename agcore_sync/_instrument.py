@@ -46,7 +46,9 @@ __all__ = [
     "loop_turn",
     "mcp_request",
     "observer",
+    "on_fallback",
     "on_http_request",
+    "on_provider_answered",
     "on_retry",
     "tool_call",
 ]
@@ -179,6 +181,9 @@ class Observer(abc.ABC):
     @abc.abstractmethod
     def trace_meta(self, span: Any) -> Dict[str, str]:
         """Return the trace context of ``span`` as MCP ``_meta`` entries (``traceparent``)."""
+
+    def provider_answered(self, provider: Any, index: int) -> None:  # noqa: B027 - optional, added in 0.2
+        """Note on the current span which provider of a fallback list answered (default: nothing)."""
 
 
 #: The installed observer, or None (the default: no spans, no opentelemetry).
@@ -354,6 +359,21 @@ def on_retry(error: BaseException, attempt: int, delay: float) -> None:
         _safely("record a retry", obs.event, "agcore.retry",
                 {"error.type": type(error).__name__, "agcore.retry.attempt": attempt,
                  "agcore.retry.delay_s": delay})
+
+
+def on_fallback(error: BaseException, index: int) -> None:
+    """Note on the current span that provider number ``index`` of a fallback list failed with ``error``."""
+    obs = observer
+    if obs is not None:
+        _safely("record a fallback", obs.event, "agcore.fallback",
+                {"error.type": type(error).__name__, "agcore.fallback.index": index})
+
+
+def on_provider_answered(provider: Any, index: int) -> None:
+    """Note on the current span that ``provider``, number ``index`` of a fallback list, answers."""
+    obs = observer
+    if obs is not None:
+        _safely("note the answering provider", obs.provider_answered, provider, index)
 
 
 def on_http_request(url: str) -> None:

@@ -275,6 +275,10 @@ class _OtelObserver(_instrument.Observer):
     def set_server(self, url: str) -> None:
         self._trace.get_current_span().set_attributes(self._server_attributes(url))
 
+    def provider_answered(self, provider: Any, index: int) -> None:
+        self._trace.get_current_span().set_attributes({self._g.GEN_AI_PROVIDER_NAME: _provider_name(provider),
+                                                       "agcore.fallback.index": index})
+
     def _server_attributes(self, url: str) -> Dict[str, Any]:
         parts = urllib.parse.urlsplit(url)
         attributes: Dict[str, Any] = {}

@@ -39,6 +39,8 @@ EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "Pau
 EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
              "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
 EXPORTED |= {"BedrockProvider"}
+EXPORTED |= {"FallbackProvider", "CircuitBreaker", "RateLimit", "RateLimitedProvider", "RateLimitWaitExceeded",
+             "AllProvidersFailedError", "CircuitOpenError"}  # resilience; RedisRateLimitStore is in contrib.redis
 
 
 def test_every_name_in_all_is_importable_from_the_package():

@@ -21,8 +21,6 @@ pass ``token_counter`` for a real tokenizer.
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import attrs
@@ -30,6 +28,7 @@ import attrs
 from agcore_sync import _instrument
 from agcore_sync.errors import ContextOverflowError
 from agcore_sync.llm.provider import LlmProvider
+from agcore_sync.llm.tokens import estimate_tokens  # its home; still importable from here
 from agcore_sync.llm.types import Message, MessageRequest, Role
 
 __all__ = ["CompactConfig", "estimate_tokens", "SUMMARY_PREFIX"]
@@ -43,11 +42,6 @@ _SUMMARY_INSTRUCTION = (
     "Summarise the conversation above for your own later use: keep facts, decisions, numbers, "
     "names and open questions; leave out pleasantries. Answer with the summary only."
 )
-
-
-def estimate_tokens(request: MessageRequest) -> int:
-    """Return ``ceil(characters of the request's JSON / 4)``: an estimate."""
-    return math.ceil(len(json.dumps(request.to_dict(), ensure_ascii=False)) / 4)
 
 
 def _units(messages: Sequence[Message]) -> List[List[Message]]:

@@ -61,6 +61,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _per_minute(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number a minute, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -84,6 +94,10 @@ def _parser() -> argparse.ArgumentParser:
     model.add_argument("--timeout", type=_positive_float, default=60.0,
                        help="seconds to connect and per read (default 60)")
     model.add_argument("--retries", type=_count, default=2, help="retries of a failed provider call (default 2)")
+    model.add_argument("--fallback", action="append", default=[], metavar="PROVIDER:MODEL",
+                       help="a provider to fall back on when the one before is down or rate-limited (repeatable)")
+    model.add_argument("--rpm", type=_per_minute, help="the most requests a minute (a local rate limit)")
+    model.add_argument("--tpm", type=_per_minute, help="the most tokens a minute (a local rate limit)")
     tools = common.add_argument_group("tools")
     tools.add_argument("--mcp", action="append", default=[], metavar='"COMMAND ARGS"',
                        help="start an MCP server over stdio and add its tools (repeatable)")

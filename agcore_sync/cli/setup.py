@@ -115,6 +115,7 @@ def build(args: argparse.Namespace, stack: contextlib.ExitStack) -> Setup:
         AgcoreError: an MCP server failed to start or to answer.
     """
     provider, description, pricing = _provider(args, stack)
+    provider, description = _resilient(provider, description, args, stack)
     endpoint = getattr(provider, "base_url", None) if args.provider is not None else None
     interrupt = TurnInterrupt()
     registry = ToolRegistry()
@@ -210,3 +211,30 @@ def _add_mcp_server(spec: str, number: int, registry: ToolRegistry, stack: conte
         notes.append(f"note: the tools of MCP server {name!r} are named {prefix}<name>, since "
                      f"{', '.join(clashes)} clashed with tools already loaded")
     registry.register_all(tools)
+
+
+def _resilient(provider: Any, description: str, args: argparse.Namespace,
+               stack: contextlib.ExitStack) -> Any:
+    """Add the ``--fallback PROVIDER:MODEL`` providers and the ``--rpm`` / ``--tpm`` limit around ``provider``."""
+    specs = getattr(args, "fallback", None) or []
+    rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
+    if specs:
+        from agcore_sync.llm.fallback import FallbackProvider
+
+        providers = [provider]
+        for spec in specs:
+            name, _, model = spec.partition(":")
+            if name not in _KEYS or not model:
+                raise CliError(f"--fallback {spec!r}: expected PROVIDER:MODEL with PROVIDER one of "
+                               f"{', '.join(_KEYS)} (for example --fallback anthropic:claude-haiku-4-5)")
+            backup, _, _ = _provider(argparse.Namespace(provider=name, model=model, base_url=None,
+                                                        timeout=args.timeout), stack)
+            providers.append(backup)
+        provider = FallbackProvider(providers)
+        description += ", falling back to " + ", ".join(specs)
+    if rpm is not None or tpm is not None:
+        from agcore_sync.llm.ratelimit import RateLimit, RateLimitedProvider
+
+        provider = RateLimitedProvider(provider, RateLimit(requests_per_minute=rpm, tokens_per_minute=tpm))
+        description += f", limited to {rpm or '-'} requests and {tpm or '-'} tokens a minute"
+    return provider, description

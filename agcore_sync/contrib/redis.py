@@ -18,10 +18,14 @@ configures and closes; they never close it. The client may use
   a reader of a turn whose worker died ends with an ``Error`` event
   (:class:`WorkerLostError`). :mod:`agcore_sync.contrib.jobs` runs turns
   this way.
+- :class:`RedisRateLimitStore`: the budget of a
+  :class:`~agcore_sync.llm.ratelimit.RateLimitedProvider` shared by
+  processes (one Lua script per acquire).
 """
 
 from __future__ import annotations
 
+from agcore_sync.contrib._redis_ratelimit import RedisRateLimitStore
 from agcore_sync.contrib._redis_relay import (
     CANCEL_MARK_TTL,
     READ_BATCH,
@@ -33,4 +37,4 @@ from agcore_sync.contrib._redis_relay import (
 from agcore_sync.contrib._redis_store import SCHEMA_VERSION, RedisSessionStore
 
 __all__ = ["RedisSessionStore", "RedisEventRelay", "RelayError", "WorkerLostError", "SCHEMA_VERSION",
-           "READ_BLOCK_SLICE", "READ_BATCH", "CANCEL_MARK_TTL"]
+           "READ_BLOCK_SLICE", "READ_BATCH", "CANCEL_MARK_TTL", "RedisRateLimitStore"]

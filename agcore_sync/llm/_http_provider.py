@@ -29,6 +29,7 @@ from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
 from agcore_sync._http.connection import new_session
 from agcore_sync._http.masking import Masker
+from agcore_sync.llm import _response_headers
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import (
     AuthenticationError,
@@ -203,6 +204,7 @@ class HttpProvider(LlmProvider):
                                          timeout=self.timeout, stream=stream)
         except Exception as exc:  # noqa: BLE001 - translated once, here
             self._raise_transport(exc)
+        _response_headers.report(response.headers)  # rate-limit headers, for a RateLimitedProvider around us
         if response.status_code >= 400:
             try:
                 raise self._status_error(response)

@@ -13,6 +13,10 @@ Error tree (all under :class:`~agcore_sync.errors.AgcoreError`)::
     +-- MaxToolTurnsExceeded   the tool loop ran out of rounds
     +-- OutputValidationError  a structured answer that does not match its schema (.errors, .raw)
     +-- OutputRefusedError     the model refused to give a structured answer (.refusal)
+    +-- RateLimitWaitExceeded  the local rate limit would make the caller wait past max_wait (.wait)
+    +-- RateLimitStoreError    a shared rate-limit store (Redis) failed; retryable
+    +-- CircuitOpenError       a provider's circuit is open: no request was sent (.retry_after)
+    +-- AllProvidersFailedError  every provider of a FallbackProvider failed (.errors, in order)
 
 Loops and :class:`~agcore_sync.llm.retry.RetryProvider` read ``retryable``;
 they never test classes.
@@ -36,6 +40,10 @@ __all__ = [
     "MaxToolTurnsExceeded",
     "OutputValidationError",
     "OutputRefusedError",
+    "RateLimitWaitExceeded",
+    "RateLimitStoreError",
+    "CircuitOpenError",
+    "AllProvidersFailedError",
 ]
 
 
@@ -209,3 +217,86 @@ class OutputRefusedError(LlmError):
         )
         #: The model's refusal text (None when it gave none).
         self.refusal = refusal
+
+
+class RateLimitWaitExceeded(LlmError):
+    """A :class:`~agcore_sync.llm.ratelimit.RateLimitedProvider` would have to wait too long.
+
+    Raised before any request is sent: the local budget (requests, tokens
+    or concurrent calls per minute) has no room within ``max_wait`` seconds,
+    or a single request needs more tokens than a whole minute's budget (then
+    ``wait`` is None: no wait would help). Retryable when a wait would help.
+
+    Args:
+        message: what is exhausted, on which key, and what to do next.
+        wait: the seconds the budget needed (None: it can never fit).
+
+    .. versionadded:: 0.2
+    """
+
+    def __init__(self, message: str, *, wait: Optional[float] = None) -> None:
+        super().__init__(message, retryable=wait is not None, retry_after=wait)
+        #: Seconds until the budget has room, or None when the request can never fit.
+        self.wait = wait
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_wait_exceeded, (self.message, self.wait))
+
+
+def _rebuild_wait_exceeded(message: str, wait: Optional[float]) -> RateLimitWaitExceeded:
+    return RateLimitWaitExceeded(message, wait=wait)
+
+
+class RateLimitStoreError(LlmError):
+    """The store of a shared rate limit (Redis) failed; the request was not sent.
+
+    Retryable. A store built with ``fail_open=True`` logs instead and lets
+    the request through.
+
+    .. versionadded:: 0.2
+    """
+
+    default_retryable = True
+
+
+class CircuitOpenError(LlmError):
+    """A provider's circuit breaker is open: the call was refused without a request.
+
+    ``retry_after`` is the seconds until the breaker lets a trial request
+    through. Retryable (after that wait).
+
+    .. versionadded:: 0.2
+    """
+
+    default_retryable = True
+
+
+class AllProvidersFailedError(LlmError):
+    """Every provider of a :class:`~agcore_sync.llm.fallback.FallbackProvider` failed.
+
+    The message names each attempt (provider, model, error); ``errors`` holds
+    the errors themselves, in the order the providers were tried (a skipped
+    provider whose circuit is open counts with its :class:`CircuitOpenError`).
+    Retryable if any of them is; ``retry_after`` is the shortest one given.
+
+    Args:
+        message: one line per attempt.
+        errors: the errors, in order.
+
+    .. versionadded:: 0.2
+    """
+
+    def __init__(self, message: str, *, errors: Iterable[LlmError] = ()) -> None:
+        errors = list(errors)
+        waits = [e.retry_after for e in errors if e.retry_after is not None]
+        super().__init__(message, retryable=any(e.retryable for e in errors),
+                         retry_after=min(waits) if waits else None)
+        #: The errors of the attempts, in order.
+        self.errors: List[LlmError] = errors
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_all_failed, (self.message, self.errors))
+
+
+def _rebuild_all_failed(message: str, errors: List[LlmError]) -> AllProvidersFailedError:
+    return AllProvidersFailedError(message, errors=errors)

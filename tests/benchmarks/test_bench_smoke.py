@@ -112,3 +112,21 @@ def test_bench_stream_bedrock_parses_every_frame_with_both_readers_and_prints_th
     out = run_benchmark("bench_stream.py", "--api", "bedrock", "--chunks", "200", "--repeats", "1")
     assert "stream: 200 ConverseStream events" in out
     assert "botocore EventStream" in out and "ratio ours (decoder + JSON) / botocore" in out
+
+
+def test_bench_resilience_runs_its_three_parts_and_prints_their_tables(tmp_path):
+    import shutil
+
+    if shutil.which("redis-server") is None or not has("redis"):
+        pytest.skip("bench_resilience needs redis-server and the redis package")
+    results_file = tmp_path / "resilience.json"
+    stdout = run_benchmark("bench_resilience.py", "--duration", "3", "--processes", "2", "--threads", "2",
+                           "--turns", "40", "--overhead-calls", "200", "--redis-calls", "20",
+                           "--json", str(results_file))
+    results = json.loads(results_file.read_text())
+    budget, failover, overhead = results["budget"], results["failover"], results["overhead"]
+    assert budget["requests"] >= 1 and budget["errors"] == [] and budget["over_budget_requests"] == 0
+    assert failover["turns"] == 40 and failover["succeeded"] == 40 and failover["events_ok"]
+    assert failover["by_primary"] + failover["by_backup"] == 40 and failover["by_backup"] >= 1
+    assert overhead["bare_evalsha_us"] > 0 and overhead["redis_chat_us"] > 0
+    assert "shared budget" in stdout and "failover" in stdout and "Redis / EVALSHA" in stdout
