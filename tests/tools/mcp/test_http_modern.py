@@ -82,6 +82,25 @@ def test_the_sdk_server_over_http_speaks_2026_07_28_with_auto_and_with_the_expli
         assert [c.text for c in client.read_resource(resource.uri)] == ["espresso"]
 
 
+@pytest.mark.parametrize("flags", [(), ("--stateless", "--json-response")], ids=["sse", "stateless"])
+def test_input_required_results_are_answered_and_retried_over_http(sdk_http, flags):
+    url = sdk_http(*flags)
+    asked: List[Any] = []
+
+    def elicit(params: Any) -> Any:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Bo"}}
+
+    def sample(params: Any) -> Any:
+        return {"role": "assistant", "content": {"type": "text", "text": "modern answer"}, "model": "test-model"}
+
+    with McpClient("sdk-modern", HttpTransport(url), timeout=TIMEOUT, protocol=MODERN,
+                   elicitation_handler=elicit, sampling_handler=sample) as client:
+        assert client.call_tool("elicit").text == "action=accept name=Bo color=blue count=3"
+        assert client.call_tool("sample", {"prompt": "hey"}).text == "test-model: modern answer"
+    assert len(asked) == 1
+
+
 def _modern_or_handshake(ex: Any) -> None:
     """A server of the handshake era only: a version header it does not know is a 400."""
     version = ex.headers.get("mcp-protocol-version")
