@@ -24,7 +24,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from agcore_sync.tools.mcp import protocol as proto
 
-__all__ = ["NAME_BEARING_METHODS", "routing_headers", "header_value"]
+__all__ = ["NAME_BEARING_METHODS", "message_headers", "routing_headers", "header_value"]
 
 #: Methods whose ``Mcp-Name`` header mirrors a parameter, and that parameter's key.
 NAME_BEARING_METHODS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -56,3 +56,8 @@ def routing_headers(message: Mapping[str, Any], version: Optional[str]) -> Dict[
     if key is not None and isinstance(params, dict) and isinstance(params.get(key), str):
         headers["Mcp-Name"] = header_value(params[key])
     return headers
+
+
+def message_headers(message: Mapping[str, Any], version: Optional[str]) -> Dict[str, str]:
+    """Return what the headers of the POST carrying ``message`` say about it: its type and routing."""
+    return {"Content-Type": "application/json", **routing_headers(message, version)}
