@@ -74,7 +74,7 @@ def headless_authorize(authorization_url: str) -> str:
     """
     require_https(authorization_url, "authorization endpoint")
     try:
-        response = requests.get(authorization_url, allow_redirects=False, timeout=HEADLESS_TIMEOUT)
+        response = requests.get(authorization_url, allow_redirects=False, timeout=HEADLESS_TIMEOUT, stream=True)
     except (requests.RequestException, OSError) as exc:
         raise McpAuthError(f"authorization request failed: {type(exc).__name__}", reason="authorize_failed") from exc
     try:
