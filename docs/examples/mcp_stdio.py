@@ -1,8 +1,9 @@
 """An MCP server's tools over stdio, called directly and by the model.
 
-The server started here is the test suite's own, written with the official
-MCP Python SDK (``pip install "mcp>=2"``, Python 3.10+), so the example runs
-offline. Servers from npm or PyPI start the same way; only the command
+The server started here is a small one beside this file
+(``servers/mcp_demo.py``, written with the official MCP Python SDK: ``pip
+install "mcp>=2"``, Python 3.10+), so the example runs offline, from any
+folder. Servers from npm or PyPI start the same way; only the command
 changes, e.g.::
 
     SERVER = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/path/to/notes"]   # npm
@@ -22,7 +23,7 @@ from agcore_sync import (
     ToolRegistry,
 )
 
-SERVER = [sys.executable, str(Path(__file__).resolve().parents[2] / "tests" / "mcp_servers" / "sdk_server.py")]
+SERVER = [sys.executable, str(Path(__file__).resolve().parent / "servers" / "mcp_demo.py")]
 
 provider = MockProvider([
     MockProvider.tool_calls(("sdk_add", {"a": 2, "b": 3})),

@@ -10,7 +10,9 @@ a Bearer check answering 401 / ``403 insufficient_scope`` with
 
 Knobs a test sets on :class:`OAuthWorld` before connecting make either
 server misbehave (a wrong issuer, a mismatched resource, a token answer
-without ``access_token``, scopes a tool call needs, short-lived tokens), and
+without ``access_token``, scopes a tool call needs, short-lived tokens,
+endpoints or issuers named off this machine over plain http, answers
+padded past 1 MB), and
 :meth:`OAuthWorld.expire_tokens` forces every issued access token to expire.
 Everything each server saw is in ``world.auth.requests`` /
 ``world.mcp.requests``.
@@ -56,6 +58,14 @@ class OAuthWorld:
         self.omit_access_token = False
         #: ``expires_in`` of issued access tokens.
         self.expires_in = 3600
+        #: Endpoint URLs the AS metadata names instead of its own (keys as in the document).
+        self.endpoint_overrides: Dict[str, str] = {}
+        #: The ``authorization_servers`` the resource metadata names instead of the issuer.
+        self.authorization_servers_override: Optional[List[str]] = None
+        #: The ``resource_metadata`` URL the 401 challenge names instead of the real one.
+        self.resource_metadata_override: Optional[str] = None
+        #: Answers padded past 1 MB: any of "metadata", "register", "token".
+        self.oversized: Set[str] = set()
         self.access: Dict[str, Dict[str, Any]] = {}
         #: How many ``/introspect`` requests the authorization server answered.
         self.introspections = 0
@@ -96,7 +106,7 @@ class OAuthWorld:
     def _auth_handler(self, ex: Exchange) -> None:
         path = urlsplit(ex.path).path
         if ex.method == "GET" and path == "/.well-known/oauth-authorization-server":
-            ex.send_json({
+            ex.send_json(self._padded("metadata", {
                 "issuer": self.issuer_override or self.issuer,
                 "authorization_endpoint": f"{self.issuer}/authorize",
                 "token_endpoint": f"{self.issuer}/token",
@@ -105,15 +115,16 @@ class OAuthWorld:
                 "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-            })
+                **self.endpoint_overrides,
+            }))
         elif ex.method == "POST" and path == "/register":
             client_id = f"client-{next(self._ids)}"
             secret = f"secret-{next(self._ids)}"
             with self._lock:
                 self.clients[client_id] = secret
-            ex.send_json({"client_id": client_id, "client_secret": secret,
-                          "token_endpoint_auth_method": "client_secret_basic",
-                          "redirect_uris": ex.body.get("redirect_uris", [])}, status=201)
+            ex.send_json(self._padded("register", {"client_id": client_id, "client_secret": secret,
+                                                   "token_endpoint_auth_method": "client_secret_basic",
+                                                   "redirect_uris": ex.body.get("redirect_uris", [])}), status=201)
         elif ex.method == "GET" and path == "/authorize":
             query = {k: v[0] for k, v in parse_qs(urlsplit(ex.path).query).items()}
             code = f"code-{next(self._ids)}"
@@ -182,12 +193,19 @@ class OAuthWorld:
                                   "scope": scope}
         if not self.omit_access_token:
             answer["access_token"] = access
-        ex.send_json(answer)
+        ex.send_json(self._padded("token", answer))
+
+    def _padded(self, kind: str, document: Dict[str, Any]) -> Dict[str, Any]:
+        """``document``, with 1.5 MB of padding if ``kind`` is in :attr:`oversized`."""
+        if kind in self.oversized:
+            return {**document, "padding": "x" * 1_500_000}
+        return document
 
     # -- the MCP server (resource server) ------------------------------------------
 
     def _challenge(self, ex: Exchange, status: int, error: str, scope: Optional[str]) -> None:
-        params = [f'resource_metadata="{self.base}/.well-known/oauth-protected-resource/mcp"']
+        metadata = self.resource_metadata_override or f"{self.base}/.well-known/oauth-protected-resource/mcp"
+        params = [f'resource_metadata="{metadata}"']
         if scope:
             params.append(f'scope="{scope}"')
         params.append(f'error="{error}"')
@@ -197,7 +215,8 @@ class OAuthWorld:
         path = urlsplit(ex.path).path
         if ex.method == "GET" and path == "/.well-known/oauth-protected-resource/mcp":
             document: Dict[str, Any] = {"resource": self.resource_override or self.url,
-                                        "authorization_servers": [self.issuer]}
+                                        "authorization_servers": self.authorization_servers_override
+                                        or [self.issuer]}
             if self.scopes_supported is not None:
                 document["scopes_supported"] = self.scopes_supported
             ex.send_json(document)

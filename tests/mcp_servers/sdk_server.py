@@ -7,7 +7,9 @@ Run as::
                                                      [--resumable] [--retry-ms N]
 
 Options (both transports): ``--page-size N`` makes ``tools/list`` answer in
-pages of N tools linked by ``nextCursor``.
+pages of N tools linked by ``nextCursor``; ``--named`` adds a prompt
+``r\u00e9sum\u00e9`` and a resource ``note://caf\u00e9`` (names that travel
+base64-wrapped in the 2026-07-28 ``Mcp-Name`` header).
 
 Over HTTP the server listens on 127.0.0.1 (PORT 0 picks a free port) at path
 ``/mcp`` and prints one line ``LISTENING http://127.0.0.1:<port>/mcp`` on
@@ -267,6 +269,18 @@ class _MemoryEventStore(EventStore):
         return stream_id
 
 
+def _add_named() -> None:
+    """Register a prompt and a resource whose names are not plain ASCII."""
+
+    @server.prompt(name="r\u00e9sum\u00e9")
+    def resume(topic: str) -> str:
+        return f"Summarise {topic}."
+
+    @server.resource("note://caf\u00e9", name="note", mime_type="text/plain")
+    def note() -> str:
+        return "espresso"
+
+
 def _serve_http(args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -296,8 +310,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--resumable", action="store_true")
     parser.add_argument("--retry-ms", type=int, default=None)
+    parser.add_argument("--named", action="store_true")
     args = parser.parse_args(argv)
     server.page_size = args.page_size
+    if args.named:
+        _add_named()
     if args.transport == "stdio":
         server.run("stdio")
     else:

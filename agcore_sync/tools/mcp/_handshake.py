@@ -81,7 +81,9 @@ def negotiate(
     offers that one; ``"auto"`` probes ``server/discover`` and falls back to
     ``initialize`` on any error or timeout; ``"2026-07-28"`` requires it.
     Any handshake version the server answers is accepted. The transport is
-    told the version (HTTP sends it as a header) before anything else is sent.
+    told the version before the request that speaks it: 2026-07-28 before
+    ``server/discover`` (HTTP routes by it), none again before a fallback
+    ``initialize``, the agreed handshake version after ``initialize``.
 
     Raises:
         McpConnectionError: the server went away.
@@ -136,6 +138,8 @@ class _Session:
             agreement = self.adopt(result)
             if agreement is not None:
                 return agreement
+        # initialize is sent without a version: the server has not agreed to one.
+        self.transport.set_protocol_version(None)
         try:
             return self.initialize(proto.LATEST_HANDSHAKE_VERSION)
         except McpError as exc:
@@ -148,6 +152,9 @@ class _Session:
             return self.require(self.discover())
 
     def discover(self) -> Dict[str, Any]:
+        # The transport speaks 2026-07-28 from the probe on: over HTTP the
+        # server routes the POST by its MCP-Protocol-Version and Mcp-Method.
+        self.transport.set_protocol_version(proto.MODERN_VERSION)
         meta = proto.modern_meta(proto.MODERN_VERSION, self.client_info, self.capabilities)
         timeout = proto.DISCOVER_TIMEOUT if self.timeout is None else min(self.timeout, proto.DISCOVER_TIMEOUT)
         return self.request("server/discover", {"_meta": meta}, timeout=timeout, cancellable=False)
@@ -168,7 +175,6 @@ class _Session:
             return None
         meta = result.get("_meta")
         info = meta.get(proto.SERVER_INFO_META_KEY) if isinstance(meta, dict) else None
-        self.transport.set_protocol_version(proto.MODERN_VERSION)
         return Agreement(
             version=proto.MODERN_VERSION,
             server_info=info if isinstance(info, dict) else None,

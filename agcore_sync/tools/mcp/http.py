@@ -33,9 +33,9 @@ goes on reading from there. A stream that cannot be resumed (no event id,
 the GET refused, too many empty attempts) fails its request with a JSON-RPC
 error ``-32000`` delivered as that request's response.
 
-Sessions: the ``Mcp-Session-Id`` of the ``initialize`` response is sent on
-every later request, and the version given to
-:meth:`HttpTransport.set_protocol_version` as ``MCP-Protocol-Version``.
+Sessions: the ``Mcp-Session-Id`` of ``initialize``'s answer goes on every
+later request, the version of :meth:`HttpTransport.set_protocol_version` as
+``MCP-Protocol-Version`` (2026-07-28 adds ``Mcp-Method`` and ``Mcp-Name``).
 A 404 to a request that carried the session id means the server ended the
 session: ``on_closed`` gets :class:`McpConnectionError`, so the client fails
 every pending call at once, and every later :meth:`~HttpTransport.send`
@@ -69,6 +69,7 @@ from agcore_sync import _check, _instrument
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyTooLarge, read_limited, read_text, release
 from agcore_sync._http.connection import close_quietly, new_session
 from agcore_sync.tools.error import McpConnectionError, McpError
+from agcore_sync.tools.mcp._http_routing import message_headers
 from agcore_sync.tools.mcp._http_streams import (
     CONNECT_TIMEOUT,
     CONNECTION_CLOSED,
@@ -240,8 +241,8 @@ class HttpTransport(StreamReading, Transport):
                 if thread.is_alive():
                     logger.warning("MCP HTTP reader %s did not stop within %ss", thread.name, JOIN_TIMEOUT)
 
-    def set_protocol_version(self, version: str) -> None:
-        """Send ``MCP-Protocol-Version: version`` on every later request."""
+    def set_protocol_version(self, version: Optional[str]) -> None:
+        """Send ``MCP-Protocol-Version: version`` (and on 2026-07-28 ``Mcp-Method``) from now on; None: none."""
         self.protocol_version = version
 
     def send(self, message: Dict[str, Any], *, timeout: Optional[float] = None) -> None:
@@ -268,7 +269,7 @@ class HttpTransport(StreamReading, Transport):
         what = f"POST {method or 'response'}"
         initialize = method == "initialize"
         headers = self._headers(_ACCEPT_POST, with_session=not initialize)
-        headers["Content-Type"] = "application/json"
+        headers.update(message_headers(message, self.protocol_version))
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if timeout is not None:
             timeout = max(timeout, MIN_TIMEOUT)

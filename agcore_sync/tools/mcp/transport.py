@@ -61,8 +61,13 @@ class Transport(abc.ABC):
             McpConnectionError: the channel is closed or broken.
         """
 
-    def set_protocol_version(self, version: str) -> None:  # noqa: B027 - optional hook
-        """Tell the transport the negotiated version (HTTP sends it as a header)."""
+    def set_protocol_version(self, version: Optional[str]) -> None:  # noqa: B027 - optional hook
+        """Tell the transport the version the next requests speak (HTTP sends it as headers).
+
+        The handshake calls it before ``server/discover`` (with 2026-07-28),
+        with None when it falls back to ``initialize``, and after
+        ``initialize`` with the version agreed.
+        """
 
     @abc.abstractmethod
     def close(self) -> None:

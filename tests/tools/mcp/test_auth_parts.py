@@ -122,7 +122,7 @@ def test_the_token_file_is_readable_by_its_owner_only_and_never_half_written(tmp
     os.chmod(path, 0o644)  # a later write restores the mode
     storage.set_client("http://as", OAuthClientInfo(client_id="c", client_secret="s"))
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert sorted(os.listdir(tmp_path)) == ["tokens.json"]
+    assert sorted(os.listdir(tmp_path)) == ["tokens.json", "tokens.json.lock"]  # no temporary file left
     assert FileTokenStorage(path).get_tokens("http://s/mcp").access_token == "a1"
     assert "a1" not in repr(storage)
 

@@ -27,7 +27,11 @@ The rules this module implements (MCP "Authorization", 2025-06-18 and
 
 Every request goes through the ``requests.Session`` given (the
 transport's), bounded by a timeout; no ``requests`` exception leaves the
-module: each becomes :class:`~agcore_sync.tools.error.McpAuthError`.
+module: each becomes :class:`~agcore_sync.tools.error.McpAuthError`. Every
+URL is checked before it is fetched, and every endpoint a document names as
+it is read (https only, plain http on loopback hosts), and a document above
+:data:`MAX_DOCUMENT` bytes is refused: the rules of
+:mod:`~agcore_sync.tools.mcp.auth._guard`.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import requests
 
 from agcore_sync import _instrument
 from agcore_sync.tools.error import McpAuthError
+from agcore_sync.tools.mcp.auth._guard import MAX_DOCUMENT, read_document, require_https  # noqa: F401 - MAX_DOCUMENT stays importable here
 
 __all__ = [
     "Challenge",
@@ -59,8 +64,6 @@ logger = _instrument.get_logger("agcore_sync.mcp.auth")
 
 #: Seconds (connect, read) for each metadata request.
 METADATA_TIMEOUT = (10.0, 30.0)
-#: How much of a metadata document is read at most (bytes).
-MAX_DOCUMENT = 1_000_000
 
 _PARAM = re.compile(r'\s*([A-Za-z0-9_\-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))\s*,?')
 
@@ -180,10 +183,11 @@ def resource_matches(resource: str, server_url: str) -> bool:
 
 
 def _get_json(session: requests.Session, url: str, headers: Dict[str, str]) -> Optional[Dict[str, Any]]:
-    """GET a JSON document; None for a 4xx (not there); McpAuthError for anything broken."""
+    """GET a JSON document; None for a 4xx (not there); McpAuthError for anything broken or insecure."""
+    require_https(url, "metadata URL")
     try:
         response = session.get(url, headers={**headers, "Accept": "application/json"},
-                               timeout=METADATA_TIMEOUT, allow_redirects=False)
+                               timeout=METADATA_TIMEOUT, allow_redirects=False, stream=True)
     except (requests.RequestException, OSError) as exc:
         raise McpAuthError(f"cannot read OAuth metadata at {url}: {type(exc).__name__}",
                            reason="metadata_unreachable") from exc
@@ -193,7 +197,7 @@ def _get_json(session: requests.Session, url: str, headers: Dict[str, str]) -> O
         if response.status_code >= 500:
             raise McpAuthError(f"OAuth metadata at {url} answered HTTP {response.status_code}",
                                reason="metadata_unreachable", status_code=response.status_code)
-        body = response.content[:MAX_DOCUMENT]
+        body = read_document(response, url, "OAuth metadata", failed="metadata_unreachable")
     finally:
         response.close()
     try:
@@ -260,6 +264,12 @@ def _server_metadata(document: Dict[str, Any], url: str, issuer: str) -> ServerM
         raise McpAuthError(f"authorization server metadata at {url} has no token_endpoint", reason="metadata_invalid")
     authorization_endpoint = document.get("authorization_endpoint")
     registration = document.get("registration_endpoint")
+    # Checked now, before any of them is used: an https document may name an http endpoint.
+    require_https(token_endpoint, "token endpoint")
+    if isinstance(authorization_endpoint, str):
+        require_https(authorization_endpoint, "authorization endpoint")
+    if isinstance(registration, str):
+        require_https(registration, "registration endpoint")
     return ServerMetadata(
         issuer=issuer,
         authorization_endpoint=authorization_endpoint if isinstance(authorization_endpoint, str) else None,
@@ -289,6 +299,7 @@ def discover_server_metadata(session: requests.Session, issuer: str, headers: Di
         McpAuthError: no document found, or its ``issuer`` differs
             (``issuer_mismatch``): nothing from it is used.
     """
+    require_https(issuer, "issuer")
     for url in _metadata_urls(issuer):
         document = _get_json(session, url, headers)
         if document is None:

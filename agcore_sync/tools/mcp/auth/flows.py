@@ -11,6 +11,9 @@ Every token request carries the ``resource`` parameter (RFC 8707).
 A token response must be JSON with an ``access_token``; anything else,
 and every error answer, raises :class:`~agcore_sync.tools.error.McpAuthError`
 naming the OAuth ``error`` code only (never the body: it may hold a token).
+The token endpoint must be https (plain http only on a loopback host),
+checked before the request is built, and an answer above 1 MB is refused
+(:mod:`~agcore_sync.tools.mcp.auth._guard`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 import requests
 
 from agcore_sync.tools.error import McpAuthError
+from agcore_sync.tools.mcp.auth._guard import read_document, require_https
 from agcore_sync.tools.mcp.auth.storage import OAuthClientInfo, OAuthToken
 
 __all__ = [
@@ -145,21 +149,24 @@ def request_token(session: requests.Session, token_endpoint: str, data: Dict[str
             when the server issues no new one.
 
     Raises:
-        McpAuthError: the request failed, the server answered an error, or
-            the answer has no ``access_token`` (``token_response``).
+        McpAuthError: the endpoint is not https off loopback (``insecure_url``,
+            nothing sent), the request failed, the answer is over 1 MB
+            (``response_too_large``), the server answered an error, or the
+            answer has no ``access_token`` (``token_response``).
     """
+    require_https(token_endpoint, "token endpoint")
     data = dict(data)
     headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
     _authenticate(data, headers, client, method, audience, signer)
     try:
         response = session.post(token_endpoint, data=data, headers=headers, timeout=TOKEN_TIMEOUT,
-                                allow_redirects=False)
+                                allow_redirects=False, stream=True)
     except (requests.RequestException, OSError) as exc:
         raise McpAuthError(f"token request to {token_endpoint} failed: {type(exc).__name__}",
                            reason="token_unreachable") from exc
     try:
         status = response.status_code
-        body = response.content
+        body = read_document(response, token_endpoint, "token response", failed="token_unreachable")
     finally:
         response.close()
     try:

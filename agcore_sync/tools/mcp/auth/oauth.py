@@ -23,7 +23,10 @@ a web app passes a callback that raises its own exception to send the
 user to ``url``, then calls :meth:`McpOAuth.complete_authorization` from
 its redirect route (docs/examples/mcp_oauth_flask.py).
 
-Nothing here logs, raises or shows a token, a secret or a code.
+Nothing here logs, raises or shows a token, a secret or a code. Every
+authorization-server URL (and the MCP server's own) must be https, plain
+http only on a loopback host: checked before anything is sent there
+(:mod:`~agcore_sync.tools.mcp.auth._guard`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import requests
 from agcore_sync import _instrument
 from agcore_sync.tools.error import McpAuthError
 from agcore_sync.tools.mcp.auth import discovery, flows
+from agcore_sync.tools.mcp.auth._guard import require_https
 from agcore_sync.tools.mcp.auth.jwt_assertion import private_key_signer
 from agcore_sync.tools.mcp.auth.registration import register_client
 from agcore_sync.tools.mcp.auth.storage import InMemoryTokenStorage, OAuthClientInfo, OAuthToken, TokenStorage
@@ -65,10 +69,12 @@ def headless_authorize(authorization_url: str) -> str:
     For tests, the conformance suite and servers that approve at once.
 
     Raises:
-        McpAuthError: the server answered anything but a redirect.
+        McpAuthError: the URL is not https off loopback, or the server
+            answered anything but a redirect.
     """
+    require_https(authorization_url, "authorization endpoint")
     try:
-        response = requests.get(authorization_url, allow_redirects=False, timeout=HEADLESS_TIMEOUT)
+        response = requests.get(authorization_url, allow_redirects=False, timeout=HEADLESS_TIMEOUT, stream=True)
     except (requests.RequestException, OSError) as exc:
         raise McpAuthError(f"authorization request failed: {type(exc).__name__}", reason="authorize_failed") from exc
     try:
@@ -221,7 +227,13 @@ class McpOAuth:
     # -- the transport's seam ------------------------------------------------
 
     def auth_headers(self, session: requests.Session, server_url: str) -> Dict[str, str]:
-        """Return the ``Authorization`` header for a request to ``server_url`` (empty without a token)."""
+        """Return the ``Authorization`` header for a request to ``server_url`` (empty without a token).
+
+        Raises:
+            McpAuthError: ``server_url`` is not https and not on a loopback
+                host: no token goes there, and no request is made.
+        """
+        require_https(server_url, "MCP server URL")
         key = discovery.canonical_url(server_url)
         token = self.storage.get_tokens(key)
         if token is not None and token.refresh_token and token.expires_within(self.refresh_margin):
@@ -264,6 +276,7 @@ class McpOAuth:
                 f"MCP server at {server_url} still answers HTTP {status} after {attempt - 1} authorization "
                 f"attempts{' (insufficient_scope: ' + challenge.scope + ')' if challenge.scope else ''}; giving up",
                 reason="insufficient_scope" if status == 403 else "unauthorized", status_code=status)
+        require_https(server_url, "MCP server URL")
         key = discovery.canonical_url(server_url)
         sent = (response.request.headers.get("Authorization") if response.request is not None else None) or ""
         with self._lock:

@@ -15,6 +15,7 @@ from typing import Any, Dict, Sequence
 import requests
 
 from agcore_sync.tools.error import McpAuthError
+from agcore_sync.tools.mcp.auth._guard import read_document, require_https
 from agcore_sync.tools.mcp.auth.discovery import ServerMetadata
 from agcore_sync.tools.mcp.auth.flows import TOKEN_TIMEOUT
 from agcore_sync.tools.mcp.auth.storage import OAuthClientInfo
@@ -36,13 +37,16 @@ def register_client(session: requests.Session, metadata: ServerMetadata, *, clie
     """Register a client at ``metadata.registration_endpoint`` and return its registration.
 
     Raises:
-        McpAuthError: the server has no registration endpoint, refused, or
-            answered without a ``client_id``.
+        McpAuthError: the server has no registration endpoint, it is not
+            https off loopback (``insecure_url``), the answer is over 1 MB
+            (``response_too_large``), the server refused, or answered
+            without a ``client_id``.
     """
     endpoint = metadata.registration_endpoint
     if not endpoint:
         raise McpAuthError(f"authorization server {metadata.issuer} offers no dynamic client registration; "
                            "give McpOAuth a client_id", reason="no_registration")
+    require_https(endpoint, "registration endpoint")
     body: Dict[str, Any] = {
         "client_name": client_name,
         "redirect_uris": list(redirect_uris),
@@ -54,13 +58,13 @@ def register_client(session: requests.Session, metadata: ServerMetadata, *, clie
         body["scope"] = scope
     try:
         response = session.post(endpoint, json=body, headers={"Accept": "application/json"},
-                                timeout=TOKEN_TIMEOUT, allow_redirects=False)
+                                timeout=TOKEN_TIMEOUT, allow_redirects=False, stream=True)
     except (requests.RequestException, OSError) as exc:
         raise McpAuthError(f"client registration at {endpoint} failed: {type(exc).__name__}",
                            reason="registration_failed") from exc
     try:
         status = response.status_code
-        content = response.content
+        content = read_document(response, endpoint, "registration response", failed="registration_failed")
     finally:
         response.close()
     try:

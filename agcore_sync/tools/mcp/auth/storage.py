@@ -31,8 +31,46 @@ import attrs
 
 __all__ = ["OAuthToken", "OAuthClientInfo", "TokenStorage", "InMemoryTokenStorage", "FileTokenStorage"]
 
-#: File mode of :class:`FileTokenStorage`'s file: owner read and write only.
+#: File mode of :class:`FileTokenStorage`'s file (and its lock file): owner read and write only.
 FILE_MODE = 0o600
+#: What :class:`FileTokenStorage` appends to its path to name its lock file.
+LOCK_SUFFIX = ".lock"
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+class _FileLock:
+    """An exclusive ``flock`` on ``path`` (created 0600) for the ``with`` block.
+
+    Each entry opens the file anew: ``flock`` locks belong to an open file
+    description, so two objects (or two threads) of one process exclude
+    each other as two processes do. Closing the descriptor releases it,
+    also when the process dies.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: Optional[int] = None
+
+    def __enter__(self) -> _FileLock:
+        if fcntl is None:  # pragma: no cover - Windows
+            return self
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # releases the lock
 
 
 def _optional_str(value: Any) -> Optional[str]:
@@ -191,6 +229,14 @@ class FileTokenStorage(TokenStorage):
     for a moment. A file that another process changed is read again on
     each access.
 
+    Each change (read, modify, write) holds an exclusive ``fcntl.flock`` on
+    a lock file beside it (``<path>.lock``, mode 0600, never removed: a
+    removed lock file would let two writers lock two different files), so
+    any number of processes, and of objects in one process, writing the
+    same file lose no update. Reads take no lock: the rename makes every
+    read see a whole file. Where ``fcntl`` does not exist (Windows) only
+    the threads of one object are serialised.
+
     Args:
         path: the file; its folder must exist.
 
@@ -232,7 +278,7 @@ class FileTokenStorage(TokenStorage):
             raise
 
     def _update(self, kind: str, key: str, value: Optional[Dict[str, Any]]) -> None:
-        with self._lock:
+        with self._lock, _FileLock(self.path + LOCK_SUFFIX):
             data = self._read()
             if value is None:
                 data[kind].pop(key, None)
