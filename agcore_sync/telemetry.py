@@ -100,6 +100,9 @@ def _provider_name(provider: Any) -> str:
     """Return the ``gen_ai.provider.name`` of a provider (wrappers such as RetryProvider unwrapped)."""
     while getattr(provider, "inner", None) is not None:
         provider = provider.inner
+    telemetry_name = getattr(provider, "telemetry_name", None)  # a semconv value (gcp.gemini), used as it is
+    if isinstance(telemetry_name, str) and telemetry_name:
+        return telemetry_name
     name = getattr(provider, "provider_name", None)
     if isinstance(name, str) and name != "provider":
         return name.lower()

@@ -23,12 +23,14 @@ from typing import Any, Dict, Optional
 
 from agcore_sync.llm.types import ThinkingBlock
 
-__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "origin_of", "make_envelope", "read_envelope"]
+__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "GEMINI", "origin_of", "make_envelope", "read_envelope"]
 
 #: The origin of Anthropic signatures and redacted thinking.
 ANTHROPIC = "anthropic"
 #: The origin of Responses API reasoning items.
 OPENAI_RESPONSES = "openai-responses"
+#: The origin of Gemini thought parts and ``thoughtSignature`` values (Gemini API and Vertex AI).
+GEMINI = "gemini"
 
 _ORIGIN_KEY = "agcore_origin"
 
