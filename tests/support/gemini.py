@@ -7,7 +7,11 @@ names (``inlineData: {"mime_type": ...}``, ``parameters_json_schema``,
 (proto3 JSON). Our provider sends the JSON names everywhere, as the API
 reference writes them. :func:`camel_keys` brings a body to those names so
 two bodies compare as JSON; it leaves user data alone (function ``args``,
-a ``functionResponse``'s ``response``, JSON schemas).
+a ``functionResponse``'s ``response``, JSON schemas). Two more spellings
+the API reads alike are brought to one form: google-genai re-encodes a
+``thoughtSignature`` in the URL-safe base64 alphabet (we send the
+server's own string back, in the standard one), and it sends an empty
+``generationConfig: {}`` when only tools are configured (we leave it out).
 """
 
 from __future__ import annotations
@@ -81,6 +85,10 @@ def camel_keys(value: Any) -> Any:
     out = {}
     for key, item in value.items():
         name = _camel(key)
+        if name == "generationConfig" and item == {}:
+            continue
+        if name == "thoughtSignature" and isinstance(item, str):
+            item = item.replace("-", "+").replace("_", "/")
         out[name] = item if name in _OPAQUE else camel_keys(item)
     return out
 
