@@ -72,6 +72,15 @@ DEFAULT_PRICING: Mapping[str, Pricing] = {
     "claude-sonnet-4": Pricing(3.00, 15.00, cache_read=0.30, cache_write=3.75),
     "claude-haiku-4-5": Pricing(1.00, 5.00, cache_read=0.10, cache_write=1.25),
     "claude-3-5-haiku": Pricing(0.80, 4.00, cache_read=0.08, cache_write=1.00),
+    # Gemini: https://ai.google.dev/gemini-api/docs/pricing (paid tier, read 2025-12-01; Vertex AI's
+    # https://cloud.google.com/vertex-ai/generative-ai/pricing lists the same). Prompts up to 200k
+    # tokens; the Pro models charge more past 200k, which this table does not model.
+    "gemini-3-pro": Pricing(2.00, 12.00, cache_read=0.20),
+    "gemini-2.5-pro": Pricing(1.25, 10.00, cache_read=0.125),
+    "gemini-2.5-flash": Pricing(0.30, 2.50, cache_read=0.03),
+    "gemini-2.5-flash-lite": Pricing(0.10, 0.40, cache_read=0.01),
+    "gemini-2.0-flash": Pricing(0.10, 0.40, cache_read=0.025),
+    "gemini-2.0-flash-lite": Pricing(0.075, 0.30),
 }
 
 #: What ``pricing=`` accepts: None (the built-in table), one price for every

@@ -19,8 +19,8 @@ import pytest
 
 from agcore_sync.llm.anthropic import AnthropicProvider
 from agcore_sync.llm.errors import LlmConnectionError, RateLimitError
-from agcore_sync.llm.gemini import GeminiProvider
 from agcore_sync.llm.events import CostUpdate, Error, MessageComplete, TextDelta
+from agcore_sync.llm.gemini import GeminiProvider
 from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.responses import OpenAIResponsesProvider
 from agcore_sync.llm.types import Message, MessageRequest
