@@ -129,6 +129,13 @@ class GeminiStreamTranslator(StreamTranslator):
         return events
 
     def _part(self, part: Mapping[str, Any], events: List[StreamEvent]) -> None:
+        if self._open_kind == "text" and len(part) == 1:
+            # The common chunk: a piece of plain text extending the open block (no block value built).
+            text = part.get("text")
+            if isinstance(text, str):
+                if text:
+                    events.append(TextDelta(text))
+                return
         blocks = blocks_of_part(part, self._ids)
         if not blocks:
             return
