@@ -132,7 +132,7 @@ class GeminiProvider(HttpProvider):
             ``timeout``.
         TypeError: an argument of the wrong type.
 
-    .. versionadded:: 0.3.0
+    .. versionadded:: 0.2.0
     """
 
     provider_name = "Gemini"
