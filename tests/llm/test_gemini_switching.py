@@ -1,4 +1,4 @@
-"""Gemini in tool loops and in a session that moves between all the providers.
+"""Gemini in tool loops, structured output modes, and a session that moves between all the providers.
 
 The two-round loop proves the ``thoughtSignature`` contract: round 2's
 request carries round 1's call with its signature unchanged, and the
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 from contextlib import ExitStack, closing
+
+import pytest
 
 from agcore_sync import (
     AgentSession,
@@ -163,3 +165,39 @@ def test_geminis_reasoning_blocks_are_marked_as_geminis():
     block = ThinkingBlock("t", thought_envelope({"thought": True}))
     assert origin_of(block) == GEMINI
     assert ThinkingBlock.from_dict(block.to_dict()) == block
+
+
+@pytest.mark.parametrize("mode", ["native", "tool", "prompted"])
+def test_structured_output_works_in_each_mode_and_sends_what_the_mode_says(stream_server, mode):
+    import attrs
+
+    @attrs.frozen
+    class City:
+        name: str
+        population: int
+
+    answer = {"name": "Oslo", "population": 709037}
+    if mode == "tool":
+        parts = [{"functionCall": {"name": "final_result", "args": answer}}]
+    else:
+        parts = [{"text": json.dumps(answer)[:9]}, {"text": json.dumps(answer)[9:]}]
+    stream_server.add_response([gemini_sse(gemini_chunk(parts[:1]), gemini_chunk(parts[1:], "STOP"))])
+    with closing(GeminiProvider(MODEL, api_key="test-key", base_url=stream_server.url)) as provider:
+        with AgentSession(provider, CycleConfig(model=None, retry=None, output_mode=mode)) as session:
+            with session.submit_turn_stream("Largest city of Norway?", output=City) as stream:
+                list(stream)
+            result = stream.final_response.output
+    assert result == City("Oslo", 709037)
+    body = stream_server.requests[0].json
+    config = body.get("generationConfig", {})
+    if mode == "native":
+        assert config["responseMimeType"] == "application/json"
+        assert config["responseJsonSchema"]["required"] == ["name", "population"]
+    else:
+        assert "responseJsonSchema" not in config
+    if mode == "tool":
+        assert body["tools"][0]["functionDeclarations"][0]["name"] == "final_result"
+        assert body["toolConfig"] == {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames":
+                                                                ["final_result"]}}
+    if mode == "prompted":
+        assert "JSON Schema" in body["systemInstruction"]["parts"][0]["text"]
