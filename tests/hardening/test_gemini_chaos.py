@@ -167,7 +167,7 @@ def test_eighty_turns_against_a_misbehaving_gemini_server_end_typed_and_keep_eve
     assert answered >= TURNS // 3 and failed >= 5, (answered, failed)
     modes = {mode for mode, _, _ in server.records}
     assert modes == set(MODES)
-    for mode, _, body in server.records:
+    for _mode, _, body in server.records:
         calls = [p for c in body["contents"] if c["role"] == "model" for p in c["parts"] if "functionCall" in p]
         assert all(p["thoughtSignature"] == SIGNATURE for p in calls)
         assert all("id" not in p["functionCall"] for p in calls)  # ids made up here are not sent
