@@ -164,6 +164,9 @@ class GeminiProvider(HttpProvider):
         self.location: Optional[str] = None
         self._credentials = credentials
         self._token_lock = threading.Lock()
+        # A stream takes its token before its translator takes the masker; the request it then
+        # sends (same thread) uses that token instead of asking the credentials twice.
+        self._taken = threading.local()
         if vertex:
             if api_key:
                 raise ValueError(f"{owner}: vertex=True authenticates with credentials=, not api_key "
@@ -206,9 +209,14 @@ class GeminiProvider(HttpProvider):
     def _auth_headers(self) -> Dict[str, str]:
         if not self.vertex:
             return {"x-goog-api-key": self._api_key} if self._api_key else {}
+        token = getattr(self._taken, "token", None) or self._take_token()
+        self._taken.token = None
+        return {"Authorization": f"Bearer {token}"}
+
+    def _take_token(self) -> str:
         token = self._token()
         self._masker = Masker(token)  # the token is the secret to keep out of errors now
-        return {"Authorization": f"Bearer {token}"}
+        return token
 
     def _token(self) -> str:
         credentials = self._credentials
@@ -262,6 +270,8 @@ class GeminiProvider(HttpProvider):
         from agcore_sync.llm._gemini_stream import GeminiStreamTranslator  # the stream events load here, once
 
         model = self._model_for(request)
+        if self.vertex:
+            self._taken.token = self._take_token()  # so the translator masks this request's token
         translator = GeminiStreamTranslator(model, pricing=self.pricing, masker=self._masker,
                                             provider_name=self.provider_name)
         yield from self._stream(self.url(model, stream=True), request_body(request), translator)

@@ -361,3 +361,26 @@ def test_usage_limits_stop_a_gemini_session_at_its_token_budget(stream_server):
                 s.submit_turn("first")
     assert info.value.usage.output_tokens == 900 and info.value.usage.cost_usd == pytest.approx(0.00228)
     assert len(stream_server.requests) == 1
+
+
+def test_a_vertex_stream_masks_the_token_a_mid_stream_error_echoes_and_asks_for_one_token_per_request(
+        stream_server):
+    tokens = iter(["ya29.first-SECRET", "ya29.second-SECRET"])
+    calls: List[str] = []
+
+    def token() -> str:
+        calls.append("called")
+        return next(tokens)
+
+    for secret in ("ya29.first-SECRET", "ya29.second-SECRET"):
+        stream_server.add_response([f'data: {{"error": {{"code": 500, "message": "saw {secret}"}}}}\r\n\r\n'.encode()])
+    with closing(GeminiProvider(MODEL, base_url=stream_server.url, vertex=True, project="p",
+                                credentials=token)) as provider:
+        for secret in ("ya29.first-SECRET", "ya29.second-SECRET"):
+            with pytest.raises(ServerError) as info:
+                list(provider.chat_stream(ask()))
+            assert all(secret not in text for text in everything_said(info.value))
+            assert "***" in str(info.value)
+    assert len(calls) == 2
+    assert [r.headers["authorization"] for r in stream_server.requests] == [
+        "Bearer ya29.first-SECRET", "Bearer ya29.second-SECRET"]
