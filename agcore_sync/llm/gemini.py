@@ -186,10 +186,11 @@ class GeminiProvider(HttpProvider):
                 raise ValueError(f"{owner}: credentials= is for vertex=True; the Gemini API takes api_key")
             if api_key is None:
                 api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
-            if api_key is None and base_url is None:
-                raise ValueError(f"{owner}: no API key: pass api_key= or set GOOGLE_API_KEY (or GEMINI_API_KEY)")
-            base_url = base_url or DEFAULT_BASE_URL
-        super().__init__(model, api_key, base_url, timeout, session, extra_headers, pricing)
+            keyless = api_key is None and base_url is None
+            base_url = DEFAULT_BASE_URL if base_url is None else base_url
+        super().__init__(model, api_key, base_url, timeout, session, extra_headers, pricing)  # checks each argument
+        if not vertex and keyless:
+            raise ValueError(f"{owner}: no API key: pass api_key= or set GOOGLE_API_KEY (or GEMINI_API_KEY)")
 
     @property
     def telemetry_name(self) -> str:

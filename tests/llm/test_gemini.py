@@ -384,3 +384,20 @@ def test_a_vertex_stream_masks_the_token_a_mid_stream_error_echoes_and_asks_for_
     assert len(calls) == 2
     assert [r.headers["authorization"] for r in stream_server.requests] == [
         "Bearer ya29.first-SECRET", "Bearer ya29.second-SECRET"]
+
+
+@pytest.mark.parametrize("kwargs, exc_type, named", [
+    ({"base_url": 123}, TypeError, "base_url"),
+    ({"base_url": "localhost:8000"}, ValueError, "base_url"),
+    ({"timeout": "30"}, TypeError, "timeout"),
+    ({"timeout": 0}, ValueError, "timeout"),
+    ({"model": 4}, TypeError, "model"),
+    ({"api_key": 12345}, TypeError, "api_key"),
+    ({"session": "not a session"}, TypeError, "session"),
+    ({"extra_headers": {"X-Id": 7}}, TypeError, "extra_headers"),
+    ({"project": 5, "vertex": True}, TypeError, "project"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_each_argument_is_checked_before_the_missing_key_is_reported(kwargs, exc_type, named):
+    with pytest.raises(exc_type) as info:
+        GeminiProvider(**kwargs)
+    assert named in str(info.value) and "GeminiProvider" in str(info.value) and "\n" not in str(info.value)
