@@ -43,7 +43,7 @@ from agcore_sync.llm.types import MessageRequest, MessageResponse
 if TYPE_CHECKING:  # pragma: no cover - the stream events load with the first stream
     from agcore_sync.llm.events import StreamEvent
 
-__all__ = ["GeminiProvider", "DEFAULT_BASE_URL", "API_KEY_VARIABLES", "VERTEX_SCOPE"]
+__all__ = ["GeminiProvider", "DEFAULT_BASE_URL", "API_KEY_VARIABLES", "VERTEX_SCOPE", "vertex_base_url"]
 
 #: The Gemini API's public endpoint (the version is in the path).
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
