@@ -401,3 +401,29 @@ def test_each_argument_is_checked_before_the_missing_key_is_reported(kwargs, exc
     with pytest.raises(exc_type) as info:
         GeminiProvider(**kwargs)
     assert named in str(info.value) and "GeminiProvider" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_the_first_text_delta_arrives_before_the_server_sends_more(stream_server, framing):
+    from agcore_sync.llm.events import ContentBlockStart, MessageStart
+
+    released = threading.Event()
+    first = gemini_sse(gemini_chunk([{"text": "Hel"}], usage=gemini_usage(12)))
+    rest = gemini_sse(gemini_chunk([{"text": "lo"}], "STOP", usage=gemini_usage(12, 2)))
+    stream_server.add_response([first, released, rest], framing=framing)
+    before: List[Any] = []
+    with closing(provider_at(stream_server)) as provider:
+        stream = provider.chat_stream(ask())
+        try:
+            for event in stream:
+                before.append(event)
+                if isinstance(event, TextDelta):
+                    break
+            released.set()  # the server held the rest back until the first delta was seen
+            after = list(stream)
+        finally:
+            released.set()
+            stream.close()
+    assert before == [MessageStart("resp-1", MODEL), ContentBlockStart(0, "text"), TextDelta("Hel")]
+    assert after[0] == TextDelta("lo") and after[-1].full_response.message.text == "Hello"
+    assert stream_server.errors == []
