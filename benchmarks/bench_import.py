@@ -38,6 +38,8 @@ STATEMENTS = {
     "import agcore_sync": "import agcore_sync",
     "first use: AgentSession, OpenAIProvider, ToolRegistry, tool": FIRST_USE,
     "from agcore_sync import * (every module)": "from agcore_sync import *",
+    "first use: AgentSession, GeminiProvider, ToolRegistry, tool":
+        "from agcore_sync import AgentSession, GeminiProvider, ToolRegistry, tool",
 }
 
 

@@ -4,7 +4,9 @@
   runs on the built-in scripted demo model (no key, no network); with
   ``--provider openai|openai-responses|anthropic|bedrock --model M [--base-url URL]`` the same question
   and tools go to a real endpoint, the key read from ``OPENAI_API_KEY`` /
-  ``ANTHROPIC_API_KEY``. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
+  ``ANTHROPIC_API_KEY``; ``--provider gemini`` reads ``GOOGLE_API_KEY`` or
+  ``GEMINI_API_KEY``, ``--provider vertex`` ``GOOGLE_CLOUD_PROJECT`` /
+  ``GOOGLE_CLOUD_LOCATION`` and google-auth's default credentials. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
   tools of an MCP server started over stdio.
   ``--output SPEC`` asks for structured output: SPEC is a JSON Schema file
   or ``module:Class`` (a dataclass, TypedDict, attrs or pydantic class
@@ -84,8 +86,10 @@ def _count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     model = common.add_argument_group("model")
-    model.add_argument("--provider", choices=("openai", "openai-responses", "anthropic", "bedrock"),
-                       help="a real provider: OpenAI Chat Completions, the OpenAI Responses API, Anthropic or "
+    model.add_argument("--provider", choices=("openai", "openai-responses", "anthropic", "gemini", "vertex", "bedrock"),
+                       help="a real provider: OpenAI Chat Completions, the OpenAI Responses API, Anthropic, "
+                            "Gemini (GOOGLE_API_KEY or GEMINI_API_KEY), Vertex AI (GOOGLE_CLOUD_PROJECT, "
+                            "GOOGLE_CLOUD_LOCATION, google-auth credentials) or "
                             "Amazon Bedrock (AWS_BEARER_TOKEN_BEDROCK or AWS credentials, AWS_REGION) "
                             "(default: the built-in scripted demo model)")
     model.add_argument("--model", help="the model name, required with --provider")

@@ -136,6 +136,8 @@ def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         return DemoProvider(), "the built-in scripted demo model (no key, no network)", DEMO_PRICING
     if args.provider == "bedrock":
         return _bedrock(args, stack)
+    if args.provider in ("gemini", "vertex"):
+        return _google_provider(args, stack)
     key_name, url_name = _KEYS[args.provider]
     if not args.model:
         example = "claude-sonnet-4-5" if args.provider == "anthropic" else "gpt-4o-mini"
@@ -173,6 +175,28 @@ def _bedrock(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         raise CliError(f"--provider bedrock: {exc}") from None
     stack.callback(provider.close)
     return provider, f"{args.model} via bedrock at {provider.base_url}", None
+
+
+def _google_provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
+    """Build a GeminiProvider for ``--provider gemini`` (an API key) or ``vertex`` (project, google-auth)."""
+    from agcore_sync.llm.gemini import GeminiProvider
+
+    if not args.model:
+        raise CliError(f"--provider {args.provider} needs --model (for example --model gemini-2.5-flash)")
+    vertex = args.provider == "vertex"
+    if vertex and not os.environ.get("GOOGLE_CLOUD_PROJECT"):
+        raise CliError("--provider vertex needs GOOGLE_CLOUD_PROJECT in the environment (and GOOGLE_CLOUD_LOCATION, "
+                       "default global; credentials from `gcloud auth application-default login` or "
+                       "GOOGLE_APPLICATION_CREDENTIALS)")
+    if not vertex and not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")) \
+            and not args.base_url:
+        raise CliError("--provider gemini needs GOOGLE_API_KEY or GEMINI_API_KEY in the environment "
+                       "(or --base-url for a local server that needs no key)")
+    api_key = None if vertex or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY") else ""
+    provider = GeminiProvider(args.model, api_key=api_key, base_url=args.base_url or None, timeout=args.timeout,
+                              vertex=vertex)
+    stack.callback(provider.close)
+    return provider, f"{args.model} via {args.provider} at {provider.base_url}", None
 
 
 def _add_mcp_server(spec: str, number: int, registry: ToolRegistry, stack: contextlib.ExitStack, timeout: float,

@@ -23,7 +23,7 @@ from typing import Any, Dict, Optional
 
 from agcore_sync.llm.types import ThinkingBlock
 
-__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "BEDROCK", "origin_of", "make_envelope", "read_envelope"]
+__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "BEDROCK", "GEMINI", "origin_of", "make_envelope", "read_envelope"]
 
 #: The origin of Anthropic signatures and redacted thinking.
 ANTHROPIC = "anthropic"
@@ -32,6 +32,8 @@ OPENAI_RESPONSES = "openai-responses"
 #: The origin of Amazon Bedrock reasoning (its ``signature`` or ``redactedContent``
 #: kept as the envelope's ``item``).
 BEDROCK = "aws-bedrock"
+#: The origin of Gemini thought parts and ``thoughtSignature`` values (Gemini API and Vertex AI).
+GEMINI = "gemini"
 
 _ORIGIN_KEY = "agcore_origin"
 

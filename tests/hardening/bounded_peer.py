@@ -89,7 +89,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.mode in ("openai", "anthropic"):
+        if self.mode in ("openai", "anthropic", "gemini"):
             self._chunked("text/event-stream", b"data: ", b"\n\n")
             return
         if self.mode == "bedrock":  # one event-stream frame announcing all it sends
@@ -135,6 +135,7 @@ def _with_server(mode: str, sent: int, body: Callable[[str], Any]) -> Any:
 
 def _provider(mode: str, limit: int, url: str) -> None:
     from agcore_sync.llm.anthropic import AnthropicProvider
+    from agcore_sync.llm.gemini import GeminiProvider
     from agcore_sync.llm.openai import OpenAIProvider
     from agcore_sync.llm.types import Message, MessageRequest
 
@@ -143,7 +144,7 @@ def _provider(mode: str, limit: int, url: str) -> None:
 
         provider: Any = BedrockProvider(model="m", api_key="sk-bounded-peer-key", base_url=url)
     else:
-        cls = OpenAIProvider if mode == "openai" else AnthropicProvider
+        cls = {"openai": OpenAIProvider, "gemini": GeminiProvider}.get(mode, AnthropicProvider)
         provider = cls(model="m", api_key="sk-bounded-peer-key", base_url=url + "/v1")
     provider.max_event_size = limit
     try:
@@ -166,6 +167,7 @@ def _mcp(transport: Any, *, call_big: int = 0) -> None:
 def main(argv: Any) -> Dict[str, Any]:
     mode, limit, sent = argv[0], int(argv[1]), int(argv[2])
     import agcore_sync.llm.anthropic  # noqa: F401 - imports done before the baseline
+    import agcore_sync.llm.gemini  # noqa: F401
     import agcore_sync.llm.openai  # noqa: F401
     import agcore_sync.tools.mcp  # noqa: F401
     from agcore_sync.tools.mcp.http import HttpTransport
@@ -174,7 +176,7 @@ def main(argv: Any) -> Dict[str, Any]:
     before = _peak_kib()
     error: Optional[BaseException] = None
     try:
-        if mode in ("openai", "anthropic", "bedrock"):
+        if mode in ("openai", "anthropic", "gemini", "bedrock"):
             _with_server(mode, sent, lambda url: _provider(mode, limit, url))
         elif mode == "mcp-stdio":
             _mcp(StdioTransport(sys.executable, ["tests/mcp_servers/raw_server.py"], max_message_size=limit),

@@ -44,7 +44,7 @@ def _run(mode: str, sent: int = SENT) -> dict:
     return json.loads(done.stdout.decode().strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("mode", ["openai", "anthropic"])
+@pytest.mark.parametrize("mode", ["openai", "anthropic", "gemini"])
 def test_a_provider_stream_with_one_endless_sse_line_ends_with_a_parse_error_in_bounded_memory(mode):
     result = _run(mode)
     assert result["error"] == "ResponseParseError"
