@@ -30,7 +30,7 @@ import json
 import math
 from typing import Any, Optional
 
-__all__ = ["MAX_DEPTH", "DOCUMENT_MAX_DEPTH", "PeerJsonError", "loads", "dumps", "check_value"]
+__all__ = ["MAX_DEPTH", "DOCUMENT_MAX_DEPTH", "PeerJsonError", "TooDeep", "loads", "dumps", "check_value"]
 
 #: The deepest nesting (arrays and objects) accepted in JSON from a peer.
 MAX_DEPTH = 128
@@ -46,23 +46,27 @@ class PeerJsonError(ValueError):
     """JSON from a peer that this library does not take: not JSON, a NaN/Infinity, or nested too deep."""
 
 
+class TooDeep(PeerJsonError):
+    """JSON (or data to write as JSON) nested deeper than the bound."""
+
+
 def _refuse_constant(name: str) -> Any:
     raise PeerJsonError(f"{name} is not a JSON value")
 
 
-def _problem(value: Any, limit: int, constants: bool) -> Optional[str]:
+def _problem(value: Any, limit: int, constants: bool) -> Optional[PeerJsonError]:
     """Return what makes ``value`` unfit (nesting beyond ``limit``, a non-finite float), or None; never recurses."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, float):
             if not constants and not math.isfinite(item):
-                return "NaN and Infinity are not JSON values"
+                return PeerJsonError("NaN and Infinity are not JSON values")
             continue
         if not isinstance(item, _CONTAINERS):
             continue
         if depth > limit:
-            return f"JSON nested deeper than {limit} levels"
+            return TooDeep(f"JSON nested deeper than {limit} levels")
         children = item.values() if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children if isinstance(child, (float, *_CONTAINERS)))
     return None
@@ -88,14 +92,14 @@ def loads(text: Any, *, allow_constants: bool = False, max_depth: int = MAX_DEPT
     except PeerJsonError:
         raise
     except RecursionError:
-        raise PeerJsonError(f"JSON nested deeper than {max_depth} levels") from None
+        raise TooDeep(f"JSON nested deeper than {max_depth} levels") from None
     except ValueError as exc:
         raise PeerJsonError(str(exc)) from None
     # Counting brackets is fast (C); only text with that many is walked.
     if isinstance(value, _CONTAINERS) and _bracket_count(text) > max_depth:
         problem = _problem(value, max_depth, True)
         if problem is not None:
-            raise PeerJsonError(problem)
+            raise problem
     return value
 
 
@@ -114,7 +118,7 @@ def check_value(value: Any, *, allow_constants: bool = False, max_depth: int = M
     """
     problem = _problem(value, max_depth, allow_constants)
     if problem is not None:
-        raise PeerJsonError(problem)
+        raise problem
     return value
 
 
@@ -137,6 +141,6 @@ def dumps(value: Any, *, max_depth: Optional[int] = None, **options: Any) -> str
     try:
         return json.dumps(value, **options)
     except RecursionError:
-        raise PeerJsonError("data nested too deep to write as JSON") from None
+        raise TooDeep("data nested too deep to write as JSON") from None
     except ValueError as exc:
         raise PeerJsonError(str(exc)) from None
