@@ -29,7 +29,7 @@ from agcore_sync import _check, _instrument
 from agcore_sync._http import peer_json
 from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader, BodyTooLarge, read_limited
 from agcore_sync._http.connection import new_session
-from agcore_sync._http.masking import Masker
+from agcore_sync._http.masking import Masker, masked_url
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import (
     AuthenticationError,
@@ -171,16 +171,17 @@ class HttpProvider(LlmProvider):
         _check.str_mapping(owner, "extra_headers", extra_headers)
         self.model = model
         self._api_key = api_key or None
-        self._masker = Masker(self._api_key)
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._owns_session = session is None
         self.session = session if session is not None else new_session()
         self.extra_headers = dict(extra_headers or {})
+        # The key, a password in base_url's userinfo, credential headers: masked alike everywhere.
+        self._masker = Masker.of(self._api_key, self.base_url, self.extra_headers)
         self.pricing = pricing
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={masked_url(self.base_url)!r})"
 
     def close(self) -> None:
         """Close the ``requests.Session`` if this provider created it."""
@@ -202,7 +203,7 @@ class HttpProvider(LlmProvider):
         headers = {"Content-Type": "application/json", **self._auth_headers(), **self.extra_headers}
         if stream:
             headers["Accept"] = "text/event-stream"
-        logger.debug("POST %s model=%s stream=%s", url, body.get("model"), stream)
+        logger.debug("POST %s model=%s stream=%s", self._masker.text(masked_url(url)), body.get("model"), stream)
         _instrument.on_http_request(url)
         try:
             # Always streamed: every body is read through a bound (see _json, _status_error).
