@@ -54,21 +54,33 @@ def _refuse_constant(name: str) -> Any:
     raise PeerJsonError(f"{name} is not a JSON value")
 
 
+_INFINITE = (math.inf, -math.inf)
+
+
 def _problem(value: Any, limit: int, constants: bool) -> Optional[PeerJsonError]:
     """Return what makes ``value`` unfit (nesting beyond ``limit``, a non-finite float), or None; never recurses."""
+    kind = type(value)
+    if kind is float or isinstance(value, float):
+        if not constants and (value != value or value in _INFINITE):
+            return PeerJsonError("NaN and Infinity are not JSON values")
+        return None
+    if not isinstance(value, _CONTAINERS):
+        return None
     stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        item, depth = stack.pop()
-        if isinstance(item, float):
-            if not constants and not math.isfinite(item):
-                return PeerJsonError("NaN and Infinity are not JSON values")
-            continue
-        if not isinstance(item, _CONTAINERS):
-            continue
+        item, depth = pop()
         if depth > limit:
             return TooDeep(f"JSON nested deeper than {limit} levels")
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (float, *_CONTAINERS)))
+        for child in item.values() if isinstance(item, dict) else item:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue
+            if kind is float or isinstance(child, float):
+                if not constants and (child != child or child in _INFINITE):
+                    return PeerJsonError("NaN and Infinity are not JSON values")
+            elif isinstance(child, _CONTAINERS):
+                push((child, depth + 1))
     return None
 
 
