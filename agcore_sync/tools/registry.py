@@ -45,15 +45,8 @@ if TYPE_CHECKING:  # the pools (and concurrent.futures) load when first needed
 
     from agcore_sync.tools._pool import DaemonPool
 
-__all__ = [
-    "ToolInvocation",
-    "ToolRegistry",
-    "ToolCall",
-    "CompletionCallback",
-    "CLOSE_TIMEOUT_SECS",
-    "DEFAULT_MAX_WORKERS",
-    "TURN_THREAD_IDLE_SECS",
-]
+__all__ = ["ToolInvocation", "ToolRegistry", "ToolCall", "CompletionCallback",
+           "CLOSE_TIMEOUT_SECS", "DEFAULT_MAX_WORKERS", "TURN_THREAD_IDLE_SECS"]
 
 logger = _instrument.get_logger(__name__)
 

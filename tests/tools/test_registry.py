@@ -377,7 +377,9 @@ def test_every_type_keyword_accepts_exactly_the_values_jsonschema_accepts(regist
         schema = {"type": "object", "properties": {"v": {"type": kind}}, "required": ["v"]}
         registry.register(FnTool(f"t{i}", lambda args: "ok", schema))
         for value in values:
-            if registry.invoke(f"t{i}", {"v": value}).ok != Draft202012Validator(schema).is_valid({"v": value}):
+            # Infinity is no JSON value: refused whatever the schema (DESIGN "Round 5 / Trust").
+            expected = Draft202012Validator(schema).is_valid({"v": value}) and value != float("inf")
+            if registry.invoke(f"t{i}", {"v": value}).ok != expected:
                 mismatches.append((kind, value))
     assert mismatches == []
 
