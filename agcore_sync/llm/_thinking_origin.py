@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
+from agcore_sync._http import peer_json
 from agcore_sync.llm.types import ThinkingBlock
 
 __all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "BEDROCK", "GEMINI", "origin_of", "make_envelope", "read_envelope"]
@@ -49,7 +50,7 @@ def read_envelope(signature: Optional[str]) -> Optional[Dict[str, Any]]:
     if not signature or not signature.startswith("{"):
         return None
     try:
-        value = json.loads(signature)
+        value = peer_json.loads(signature)
     except ValueError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get(_ORIGIN_KEY), str):

@@ -15,6 +15,10 @@ Modes:
   local Streamable HTTP server whose ``tools/list`` answer is a JSON body /
   one SSE event holding a tool name of ``SENT`` bytes, with
   ``HttpTransport(max_message_size=LIMIT)``.
+- ``openai-error``: a provider's ``chat`` against a server that answers
+  HTTP 500 with a JSON error body whose message is ``SENT`` bytes.
+- ``openai-chat``: a provider's ``chat`` against a server that answers 200
+  with a ``SENT``-byte JSON body, with ``max_response_size = LIMIT``.
 
 The local servers run in this process but never hold more than one 64 KiB
 piece (the same bytes object, written again and again), so what the peak
@@ -46,8 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _chunked(self, content_type: str, head: bytes, tail: bytes) -> None:
-        self.send_response(200)
+    def _chunked(self, content_type: str, head: bytes, tail: bytes, status: int = 200) -> None:
+        self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Mcp-Session-Id", "s1")
@@ -99,6 +103,12 @@ class _Handler(BaseHTTPRequestHandler):
             prelude = struct.pack(">II", self.sent + 16, 0)
             self._chunked("application/vnd.amazon.eventstream", prelude + struct.pack(">I", zlib.crc32(prelude)),
                           b"\0\0\0\0")
+            return
+        if self.mode == "openai-error":
+            self._chunked("application/json", b'{"error":{"message":"', b'"}}', status=500)
+            return
+        if self.mode == "openai-chat":
+            self._chunked("application/json", b'{"id":"x","object":"chat.completion","choices":[],"pad":"', b'"}')
             return
         method = body.get("method")
         if "id" not in body:
@@ -154,6 +164,18 @@ def _provider(mode: str, limit: int, url: str) -> None:
         provider.close()
 
 
+def _chat(limit: int, url: str) -> None:
+    from agcore_sync.llm.openai import OpenAIProvider
+    from agcore_sync.llm.types import Message, MessageRequest
+
+    provider = OpenAIProvider(model="m", api_key="sk-bounded-peer-key", base_url=url + "/v1")
+    provider.max_response_size = limit
+    try:
+        provider.chat(MessageRequest(model="m", messages=(Message.user("hi"),)))
+    finally:
+        provider.close()
+
+
 def _mcp(transport: Any, *, call_big: int = 0) -> None:
     from agcore_sync.tools.mcp import McpClient
 
@@ -178,6 +200,8 @@ def main(argv: Any) -> Dict[str, Any]:
     try:
         if mode in ("openai", "anthropic", "gemini", "bedrock"):
             _with_server(mode, sent, lambda url: _provider(mode, limit, url))
+        elif mode in ("openai-error", "openai-chat"):
+            _with_server(mode, sent, lambda url: _chat(limit, url))
         elif mode == "mcp-stdio":
             _mcp(StdioTransport(sys.executable, ["tests/mcp_servers/raw_server.py"], max_message_size=limit),
                  call_big=sent)
