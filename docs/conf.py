@@ -1,8 +1,8 @@
 """Sphinx configuration for the agcore_sync documentation.
 
-Build (warnings are errors, as in the test suite)::
+Build (warnings are errors, as in the test suite), from the repository root::
 
-    python -m sphinx -W --keep-going -b html docs docs/_build/html
+    python -m pip install -e ".[docs]" && python -m sphinx -W --keep-going -b html docs docs/_build/html
 """
 
 import os
