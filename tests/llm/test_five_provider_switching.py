@@ -267,7 +267,8 @@ def test_a_session_moves_through_all_five_providers_and_each_receives_only_what_
     uses = [b["id"] for m in bodies[9]["messages"] for b in m["content"] if b.get("type") == "tool_use"]
     results = [b["tool_use_id"] for m in bodies[9]["messages"] for b in m["content"] if b.get("type") == "tool_result"]
     assert uses == results == ["call_1", gemini_call_id, "tooluse_B1", "toolu_01A09q90qw90lq917835lq9"]
-    blank = [b for m in bodies[9]["messages"] for b in m["content"] if b.get("type") == "text" and not b["text"].strip()]
+    blank = [b for m in bodies[9]["messages"] for b in m["content"]
+             if b.get("type") == "text" and not b["text"].strip()]
     assert blank == []  # Anthropic refuses whitespace-only text ("\n\n" from Chat before its call)
     thinking = [b for m in bodies[9]["messages"] for b in m["content"] if b.get("type") in ("thinking",
                                                                                           "redacted_thinking")]
