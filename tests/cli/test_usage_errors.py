@@ -61,7 +61,8 @@ def test_an_unknown_option_of_a_subcommand_prints_that_subcommand_s_usage(comman
 
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr.startswith(f"usage: agcore-sync {command} [-h] [--provider")
+    assert result.stderr.startswith(f"usage: agcore-sync {command} [-h]")
+    assert "[--provider {openai," in result.stderr  # the subcommand's own usage, with the model options
     assert result.stderr.rstrip().endswith(f"agcore-sync {command}: error: unrecognized arguments: --bogus")
 
 
