@@ -48,7 +48,10 @@ class _Peak:
 
 def _user_text(request: Request) -> str:
     body = request.json
-    # Chat Completions and Anthropic send "messages"; the Responses API sends "input" items.
+    # Chat Completions, Anthropic and Bedrock send "messages"; the Responses API sends "input" items;
+    # Gemini sends "contents" made of "parts".
+    if "contents" in body:
+        return body["contents"][-1]["parts"][0]["text"]
     content = (body["messages"] if "messages" in body else body["input"])[-1]["content"]
     return content if isinstance(content, str) else content[0]["text"]
 
