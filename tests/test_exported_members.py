@@ -38,6 +38,7 @@ EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "Pau
              "TurnNotPausedError", "ApprovalDecisionError"}
 EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "SqliteSessionStore",
              "SessionNotFoundError", "SessionConflictError", "SessionBusyError", "SessionStoreError"}
+EXPORTED |= {"agent_tool", "SubagentEvent", "handoff"}  # agents composition (issue 27)
 
 
 def test_every_name_in_all_is_importable_from_the_package():

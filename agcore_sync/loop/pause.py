@@ -51,6 +51,9 @@ class PausedTurn:
             returns when it pauses).
         guard: the repeated-call guard's state: the last call's
             ``(name, canonical arguments)`` (or None) and its run length.
+        subagents: the turn's agents-as-tools (JSON-ready, or None): the
+            state of each sub-session that waits for approval, and what
+            the sub-agents used so far (see ``loop/_nesting.py``).
 
     .. versionadded:: 0.2
     """
@@ -63,6 +66,7 @@ class PausedTurn:
     usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(converter=_usage_pairs)
     final_response: MessageResponse
     guard: Tuple[Optional[Tuple[str, str]], int] = (None, 0)
+    subagents: Optional[Dict[str, Any]] = None
 
     @property
     def pending_ids(self) -> Tuple[str, ...]:
@@ -91,6 +95,7 @@ class PausedTurn:
             "usage_by_model": [{"usage": usage.to_dict(), "model": model} for usage, model in self.usage_by_model],
             "final_response": self.final_response.to_dict(),
             "guard": {"last": None if last is None else list(last), "count": count},
+            "subagents": self.subagents,
         }
 
     @classmethod
@@ -109,4 +114,5 @@ class PausedTurn:
             usage_by_model=[(Usage.from_dict(item["usage"]), item.get("model")) for item in data["usage_by_model"]],
             final_response=MessageResponse.from_dict(data["final_response"]),
             guard=(None if last is None else (last[0], last[1]), int(guard.get("count", 0))),
+            subagents=data.get("subagents"),
         )
