@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agcore_sync import AgentSession, CycleConfig, MockProvider, ToolRegistry, agent_tool, tool
+from agcore_sync import AgentSession, CycleConfig, MockProvider, agent_tool, tool
 
 CONFIG = CycleConfig(retry=None, tool_timeout_secs=None)
 
@@ -26,15 +26,11 @@ class Agents:
         self.send_email = send_email
 
     def inner(self) -> AgentSession:
-        registry = ToolRegistry()
-        registry.register(self.send_email)
-        session = AgentSession(self.inner_provider, CONFIG, registry, system_prompt="You send emails.")
-        session._owns_registry = True
+        session = AgentSession(self.inner_provider, CONFIG, system_prompt="You send emails.")
+        session.registry.register(self.send_email)  # the session's own registry, closed with it
         return session
 
     def middle(self) -> AgentSession:
-        registry = ToolRegistry()
-        registry.register(agent_tool(self.inner, name="mailer", description="Sends emails."))
-        session = AgentSession(self.middle_provider, CONFIG, registry, system_prompt="You run errands.")
-        session._owns_registry = True
+        session = AgentSession(self.middle_provider, CONFIG, system_prompt="You run errands.")
+        session.registry.register(agent_tool(self.inner, name="mailer", description="Sends emails."))
         return session

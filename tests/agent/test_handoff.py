@@ -38,11 +38,9 @@ class Desk:
         self.made = []
 
     def _agent(self, provider, prompt, *tools, model=None):
-        registry = ToolRegistry()
-        registry.register_all(tools)
-        agent = AgentSession(provider, CycleConfig(retry=None, tool_timeout_secs=None, model=model), registry,
+        agent = AgentSession(provider, CycleConfig(retry=None, tool_timeout_secs=None, model=model),
                              system_prompt=prompt)
-        agent._owns_registry = True
+        agent.registry.register_all(tools)
         self.made.append(agent)
         return agent
 
@@ -53,10 +51,8 @@ class Desk:
         return self._agent(self.billing_provider, "You do billing.", handoff(self.refunds), model="billing-model")
 
     def triage(self, **kwargs):
-        registry = ToolRegistry()
-        registry.register(handoff(self.billing, **kwargs))
-        session = AgentSession(self.triage_provider, CONFIG, registry, system_prompt="You triage.")
-        session._owns_registry = True
+        session = AgentSession(self.triage_provider, CONFIG, system_prompt="You triage.")
+        session.registry.register(handoff(self.billing, **kwargs))
         return session
 
 

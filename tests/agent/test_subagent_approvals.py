@@ -35,10 +35,8 @@ PAUSING = dict(parent=[MockProvider.tool_calls(("a1", "assistant", {"input": "em
 
 
 def parent_session(agents):
-    registry = ToolRegistry()
-    registry.register(agent_tool(agents.middle, name="assistant", description="Runs errands."))
-    session = AgentSession(agents.parent_provider, CONFIG, registry)
-    session._owns_registry = True
+    session = AgentSession(agents.parent_provider, CONFIG)
+    session.registry.register(agent_tool(agents.middle, name="assistant", description="Runs errands."))
     return session
 
 

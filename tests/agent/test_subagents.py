@@ -21,7 +21,6 @@ from agcore_sync import (
     TextDelta,
     ToolExecutionCompleted,
     ToolExecutionStarted,
-    ToolRegistry,
     Usage,
     UsageLimitExceeded,
     UsageLimits,
@@ -36,10 +35,8 @@ WAIT = 5.0
 
 
 def session(provider, *tools, config=CONFIG, prompt=None):
-    registry = ToolRegistry()
-    registry.register_all(tools)
-    agent = AgentSession(provider, config, registry, system_prompt=prompt)
-    agent._owns_registry = True  # the test's sessions close their registries
+    agent = AgentSession(provider, config, system_prompt=prompt)
+    agent.registry.register_all(tools)  # the session made this registry: it closes it
     return agent
 
 

@@ -12,11 +12,9 @@ def test_a_sub_agents_turn_span_nests_inside_its_tool_span_sync_and_streamed(ote
         return AgentSession(MockProvider([MockProvider.text("checked")]), CONFIG)
 
     def research():
-        registry = ToolRegistry()
-        registry.register(agent_tool(checker, name="check", description="Check."))
         session = AgentSession(MockProvider([MockProvider.tool_calls(("r1", "check", {"input": "q"})),
-                                             MockProvider.text("found")]), CONFIG, registry)
-        session._owns_registry = True
+                                             MockProvider.text("found")]), CONFIG)
+        session.registry.register(agent_tool(checker, name="check", description="Check."))
         return session
 
     expected = """\
