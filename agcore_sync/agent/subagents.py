@@ -29,7 +29,6 @@ ends the parent turn.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from agcore_sync import _instrument
@@ -165,9 +164,7 @@ class AgentTool(BaseTool):
             def emit(event: Any) -> None:
                 parent_emit(SubagentEvent(call_id, name, event))
 
-        timeout = None if nest is None else nest.timeout
-        cancel = _nesting.LinkedCancel(None if nest is None else nest.cancel,
-                                       None if timeout is None else time.monotonic() + timeout)
+        cancel = _nesting.LinkedCancel(None if nest is None else nest.cancel, None if nest is None else nest.deadline)
         loop = ToolLoop(session._cycle, session.registry, emit=emit, cancel=cancel, pausable=True,
                         output=OutputPlan.of(self.output, session.config))
         reported = {} if resume is None else resume[0].get("reported") or {}

@@ -7,8 +7,8 @@ called it through a ``ContextVar`` the loop sets before it yields a batch
 and through the loop's :class:`Nest` it:
 
 - streams: ``emit`` is the parent's (None when the parent does not stream);
-- stops: ``cancel`` is the parent's cancel Event and ``timeout`` its tool
-  timeout (see :class:`LinkedCancel`);
+- stops: ``cancel`` is the parent's cancel Event and ``deadline`` the
+  running round's tool deadline (see :class:`LinkedCancel`);
 - counts: :meth:`Nest.report` hands the sub-turn's usage to the parent,
   which folds it into its own after the batch (:meth:`Nest.fold`);
 - pauses: :meth:`Nest.pause` marks its call as waiting for the inner
@@ -98,24 +98,23 @@ class Nest:
         emit: the loop's stream callback, or None.
         cancel: the loop's cancel Event.
         pausable: the loop may pause (a session's): a sub-agent may then wait for approval.
-        timeout: the loop's tool timeout in seconds, or None.
 
     Attributes:
         depth: how many agent tools this loop runs inside (0: a top-level loop).
+        deadline: when the running round's tools time out (``time.monotonic()``), or None.
         by_agent: what each sub-agent used in this turn, by path of agent
             names (``"research"``, ``"research/fact_check"``); a path's usage
             includes its own sub-agents'.
         requests, tool_calls: the sub-agents' provider and tool calls folded so far.
     """
 
-    def __init__(self, emit: Optional[Callable[[Any], None]], cancel: threading.Event, pausable: bool,
-                 timeout: Optional[float]) -> None:
+    def __init__(self, emit: Optional[Callable[[Any], None]], cancel: threading.Event, pausable: bool) -> None:
         parent = _current.get()
         self.depth = 0 if parent is None else parent.depth + 1
         self.emit = emit
         self.cancel = cancel
         self.pausable = pausable
-        self.timeout = timeout
+        self.deadline: Optional[float] = None
         self._lock = threading.Lock()
         self._reports: List[Tuple[str, List[Tuple[Usage, Optional[str]]], RunUsage, Dict[str, RunUsage]]] = []
         self._waiting: Dict[str, Dict[str, Any]] = {}
@@ -247,8 +246,14 @@ class Nest:
 
 
 def nest_of(loop: Any) -> Nest:
-    """Return ``loop``'s nest (made on first need), made current for the tools it runs next."""
-    if loop._nest is None:
-        loop._nest = Nest(loop.emit, loop.cancel, loop.pausable, loop.cycle.config.tool_timeout_secs)
-    loop._nest.enter()
-    return loop._nest
+    """Return ``loop``'s nest (made on first need), made current for the tools it runs next.
+
+    Called just before a round's batch is handed over: the round's deadline starts here.
+    """
+    nest = loop._nest
+    if nest is None:
+        nest = loop._nest = Nest(loop.emit, loop.cancel, loop.pausable)
+    timeout = loop.cycle.config.tool_timeout_secs
+    nest.deadline = None if timeout is None else time.monotonic() + timeout
+    nest.enter()
+    return nest

@@ -21,10 +21,12 @@ from agcore_sync import (
     TextDelta,
     ToolExecutionCompleted,
     ToolExecutionStarted,
+    ToolTimeoutError,
     Usage,
     UsageLimitExceeded,
     UsageLimits,
     agent_tool,
+    tool,
 )
 from agcore_sync.agent.subagents import AgentFactoryError, SubagentError
 from agcore_sync.llm.cost import cost_usd
@@ -287,3 +289,34 @@ def test_a_sub_agent_without_a_streaming_parent_still_counts_but_emits_nothing_a
     wrapped_costs = [e.event for e in events if isinstance(e, SubagentEvent) and isinstance(e.event, CostUpdate)]
     assert len(top_costs) == 2 and len(wrapped_costs) == 1
     assert not any(isinstance(e, ApprovalRequired) for e in events)
+
+
+def test_the_parents_tool_timeout_stops_the_sub_turn():
+    release, child_ended = threading.Event(), threading.Event()
+    ran = []
+
+    @tool
+    def note(text: str) -> str:
+        """Take a note."""
+        ran.append(text)
+        return "noted"
+
+    def slow_answer(request):
+        release.wait(WAIT)  # answers only once the parent has timed out
+        return MockProvider.tool_calls(("t1", "note", {"text": "too late"}))
+
+    child = MockProvider([slow_answer, MockProvider.text("never asked")])
+
+    def research():
+        agent = session(child, note)
+        agent.hooks.on(HookEvent.ON_TURN_END, lambda ctx: child_ended.set())
+        return agent
+
+    parent = MockProvider([MockProvider.tool_calls(("c1", "research", {"input": "q"}))])
+    config = CycleConfig(retry=None, tool_timeout_secs=0.3)
+    with session(parent, agent_tool(research, name="research", description="Research."), config=config) as top:
+        with pytest.raises(ToolTimeoutError):
+            top.submit_turn("q")
+        release.set()
+        assert child_ended.wait(WAIT)  # the sub-turn ended at its next step: cancelled, its tool not run
+    assert ran == [] and len(child.requests) == 1
