@@ -62,16 +62,29 @@ def state(session: Any) -> Optional[Dict[str, Any]]:
 def restore(session: Any, saved: Optional[Dict[str, Any]]) -> None:
     """Replay the saved hand-offs on a session just built by ``from_dict``.
 
+    Each hand-off tool of the chain is looked up in the registry current at
+    its step. When the registry given to ``from_dict`` has none of them, the
+    caller passed the current agent's own parts (its provider and tools; the
+    saved config and system prompt are already the current agent's): the
+    session is taken to be at that agent as it is.
+
     Raises:
-        AgentError: a hand-off tool of the chain is not in the registry current at its step.
+        AgentError: the chain breaks after its first step (a later hand-off tool is missing).
     """
     if not saved:
         return
-    for tool_name in saved.get("chain") or ():
+    chain = list(saved.get("chain") or ())
+    for step, tool_name in enumerate(chain):
         tool = session.registry.get(tool_name)
         if tool is None or not hasattr(tool, "restore_into"):
+            if step == 0:
+                roster = session._roster = Roster(session.registry)
+                roster.chain, roster.names = chain, [str(saved.get("current") or chain[-1])]
+                return
+            close(session)  # the agents made so far
             raise AgentError(f'the saved session was handed off through the tool "{tool_name}", which the registry '
-                             "has no hand-off of; register the same handoff() tools as when it was saved")
+                             "of the agent before it has no hand-off of; register the same handoff() tools as when "
+                             "it was saved")
         tool.restore_into(session)
 
 

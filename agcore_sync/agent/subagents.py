@@ -49,7 +49,7 @@ DEFAULT_MAX_DEPTH = 5
 #: The input schema of an agent tool made without ``input_schema``.
 DEFAULT_INPUT_SCHEMA: Dict[str, Any] = {
     "type": "object",
-    "properties": {"input": {"type": "string", "description": "The request for the agent, in plain words."}},
+    "properties": {"input": {"type": "string"}},
     "required": ["input"],
 }
 

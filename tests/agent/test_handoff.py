@@ -163,11 +163,30 @@ def test_bad_handoffs_are_typed_errors():
     provider = MockProvider([MockProvider.tool_calls(("h1", "transfer", {}))])
     with registry, AgentSession(provider, CONFIG, registry) as session, pytest.raises(AgentFactoryError):
         session.submit_turn("go")
-    # A saved chain whose hand-off tool is not registered any more is refused on load.
+    # A chain that breaks after its first step (refunds' hand-off missing from billing's tools) is refused.
     desk = Desk(triage=[MockProvider.tool_calls(("h1", "transfer_to_billing", {}))],
-                billing=[MockProvider.text("Billing.")])
+                billing=[MockProvider.tool_calls(("h2", "transfer_to_refunds", {}))],
+                refunds=[MockProvider.text("Refunds.")])
     with desk.triage() as session:
         session.submit_turn("x")
         saved = session.to_dict()
-    with pytest.raises(AgentError, match="transfer_to_billing"):
-        AgentSession.from_dict(saved, provider=MockProvider())
+    broken = Desk()
+
+    def billing():  # no hand-off to refunds any more
+        return AgentSession(MockProvider(), CONFIG)
+
+    broken.billing = billing
+    with pytest.raises(AgentError, match="transfer_to_refunds"):
+        AgentSession.from_dict(saved, provider=MockProvider(), registry=broken.triage().registry)
+
+
+def test_a_session_loaded_with_the_current_agents_own_parts_stays_at_that_agent():
+    desk = Desk(triage=[MockProvider.tool_calls(("h1", "transfer_to_billing", {}))],
+                billing=[MockProvider.text("Billing here."), MockProvider.text("Still billing.")])
+    with desk.triage() as session:
+        session.submit_turn("x")
+        saved = session.to_dict()
+    billing = desk.billing()  # the current agent's provider and tools, not the first agent's
+    with billing, AgentSession.from_dict(saved, provider=billing.provider, registry=billing.registry) as loaded:
+        assert loaded.current_agent == "billing" and loaded.system_prompt == "You do billing."
+        assert loaded.submit_turn("y").message.text == "Still billing."
