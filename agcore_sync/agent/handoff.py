@@ -88,6 +88,10 @@ class HandoffTool(BaseTool):
             _roster.switched(session, self.name, self.agent_name, target)
         return target.registry
 
+    def switch_for(self, loop: Any) -> Any:
+        """Make the target and move ``loop`` to it (a hand-off asked for in a round that then paused)."""
+        return self._switch(make_session(self.factory, f'handoff "{self.name}"'), loop)
+
     def restore_into(self, session: AgentSession) -> None:
         """Move a session just loaded by ``from_dict`` to this tool's agent (replaying a saved hand-off)."""
         target = make_session(self.factory, f'handoff "{self.name}"')

@@ -120,6 +120,7 @@ class Nest:
         self._waiting: Dict[str, Dict[str, Any]] = {}
         self._resuming: Dict[str, Tuple[Dict[str, Any], Dict[str, Decision]]] = {}
         self._switches: Dict[str, Switch] = {}
+        self._switched_before_pause: List[str] = []  # hand-off call ids a resumed turn still has to take
         self.by_agent: Dict[str, RunUsage] = {}
         self.requests = 0
         self.tool_calls = 0
@@ -190,6 +191,11 @@ class Nest:
             if call.id in switches:
                 loop.registry = switches[call.id](loop)
                 return True
+            if call.id in self._switched_before_pause:  # asked for in the round a pause interrupted
+                remake = getattr(loop.registry.get(call.name), "switch_for", None)
+                if remake is not None:
+                    loop.registry = remake(loop)
+                    return True
         return False
 
     def requests_of(self, calls: List[Any]) -> List[Any]:
@@ -210,10 +216,11 @@ class Nest:
     def state(self, waiting_ids: List[str]) -> Optional[Dict[str, Any]]:
         """Return what a paused turn keeps of this nest (JSON-ready), or None when there is nothing."""
         waiting = {call_id: self._waiting[call_id] for call_id in waiting_ids if call_id in self._waiting}
-        if not waiting and not self.by_agent and not self.requests and not self.tool_calls:
+        handoffs = list(self._switches)
+        if not waiting and not handoffs and not self.by_agent and not self.requests and not self.tool_calls:
             return None
         return {"waiting": waiting, "requests": self.requests, "tool_calls": self.tool_calls,
-                "by_agent": {path: used.to_dict() for path, used in self.by_agent.items()}}
+                "by_agent": {path: used.to_dict() for path, used in self.by_agent.items()}, "handoffs": handoffs}
 
     def load(self, saved: Optional[Mapping[str, Any]], decisions: Mapping[str, Decision],
              loop: Any) -> Dict[str, Decision]:
@@ -230,6 +237,7 @@ class Nest:
         loop._account.requests += self.requests
         loop._account.tool_calls += self.tool_calls
         self.by_agent = {path: RunUsage.from_dict(used) for path, used in (saved.get("by_agent") or {}).items()}
+        self._switched_before_pause = list(saved.get("handoffs") or ())
         waiting: Dict[str, Any] = dict(saved.get("waiting") or {})
         outer: Dict[str, Decision] = {}
         inner: Dict[str, Dict[str, Decision]] = {call_id: {} for call_id in waiting}

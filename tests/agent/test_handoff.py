@@ -7,6 +7,7 @@ import pytest
 from agcore_sync import (
     AgentError,
     AgentSession,
+    Approve,
     CycleConfig,
     MockProvider,
     OpenAIProvider,
@@ -190,3 +191,30 @@ def test_a_session_loaded_with_the_current_agents_own_parts_stays_at_that_agent(
     with billing, AgentSession.from_dict(saved, provider=billing.provider, registry=billing.registry) as loaded:
         assert loaded.current_agent == "billing" and loaded.system_prompt == "You do billing."
         assert loaded.submit_turn("y").message.text == "Still billing."
+
+
+def test_a_handoff_in_a_round_that_pauses_for_approval_is_taken_when_the_turn_resumes():
+    @tool(requires_approval=True)
+    def close_ticket(ticket: str) -> str:
+        """Close a ticket."""
+        return f"closed {ticket}"
+
+    desk = Desk(triage=[MockProvider.tool_calls(("c1", "close_ticket", {"ticket": "T-1"}),
+                                                ("h1", "transfer_to_billing", {}))],
+                billing=[MockProvider.text("Billing here; the ticket is closed.")])
+    with desk.triage() as session:
+        session.registry.register(close_ticket)
+        session.submit_turn("close T-1 and get me billing")
+        assert [r.tool_call_id for r in session.pending_approvals] == ["c1"]
+        assert session.current_agent is None  # the round is not over: no hand-off yet
+        saved = session.to_dict()
+    # Resumed in a fresh session (as in another process): the hand-off is taken once the round is over.
+    fresh = Desk(billing=[MockProvider.text("Billing here; the ticket is closed.")])
+    with fresh.triage() as parts:
+        parts.registry.register(close_ticket)
+        with AgentSession.from_dict(saved, provider=parts.provider, registry=parts.registry) as loaded:
+            answer = loaded.resume_turn({"c1": Approve()})
+            assert answer.message.text == "Billing here; the ticket is closed."
+            assert loaded.current_agent == "billing"
+    sent = fresh.billing_provider.requests[0].messages
+    assert [m.role.value for m in sent] == ["user", "assistant", "tool", "tool"]
