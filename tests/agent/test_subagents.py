@@ -179,7 +179,8 @@ def test_sub_agent_events_arrive_wrapped_in_the_parent_stream_nested_three_deep(
     assert isinstance(events[first_wrapped - 1], ToolExecutionStarted)
 
 
-def test_parallel_sub_agent_calls_run_at_the_same_time():
+@pytest.mark.parametrize("streamed", [False, True], ids=["sync", "streamed"])
+def test_parallel_sub_agent_calls_run_at_the_same_time(streamed):
     both_running = threading.Barrier(2, timeout=WAIT)
 
     def answer(text):
@@ -199,7 +200,15 @@ def test_parallel_sub_agent_calls_run_at_the_same_time():
     parent = MockProvider([MockProvider.tool_calls(("a", "worker", {"input": "1"}), ("b", "worker", {"input": "2"})),
                            MockProvider.text("done")])
     with session(parent, agent_tool(worker, name="worker", description="Work.")) as top:
-        top.submit_turn("go")
+        if streamed:
+            events = list(top.submit_turn_stream("go"))
+            texts = {}
+            for event in events:
+                if isinstance(event, SubagentEvent) and isinstance(event.event, TextDelta):
+                    texts[event.tool_call_id] = texts.get(event.tool_call_id, "") + event.event.text
+            assert sorted(texts.values()) == ["alpha", "beta"] and set(texts) == {"a", "b"}
+        else:
+            top.submit_turn("go")
     results = tool_results(parent, 1)
     assert sorted(block.content for block in results) == ["alpha", "beta"]
     assert not any(block.is_error for block in results)
