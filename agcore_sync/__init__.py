@@ -38,6 +38,9 @@ _EXPORTS: Dict[str, str] = {
     "SqliteSessionStore": "agcore_sync.agent.sqlite_store",
     "AgentSession": "agcore_sync.agent.session",
     "TurnStream": "agcore_sync.agent.turn_stream",
+    "agent_tool": "agcore_sync.agent.subagents",
+    "handoff": "agcore_sync.agent.handoff",
+    "SubagentEvent": "agcore_sync.llm.events",
     "AgcoreError": "agcore_sync.errors",
     "ContextOverflowError": "agcore_sync.errors",
     "Approve": "agcore_sync.hooks",
@@ -200,9 +203,11 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         TurnNotPausedError,
         TurnPausedError,
     )
+    from agcore_sync.agent.handoff import handoff  # noqa: F401
     from agcore_sync.agent.session import AgentSession  # noqa: F401
     from agcore_sync.agent.sqlite_store import SqliteSessionStore  # noqa: F401
     from agcore_sync.agent.store import LeaseBackend, SessionLease, SessionStore, StoredSession  # noqa: F401
+    from agcore_sync.agent.subagents import agent_tool  # noqa: F401
     from agcore_sync.agent.turn_stream import TurnStream  # noqa: F401
     from agcore_sync.errors import AgcoreError, ContextOverflowError  # noqa: F401
     from agcore_sync.hooks import Approve, Defer, Deny, HookContext, HookError, HookEvent, Hooks  # noqa: F401
@@ -236,6 +241,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         MessageComplete,
         MessageStart,
         StreamEvent,
+        SubagentEvent,  # noqa: F401
         TextDelta,
         ThinkingDelta,
         ToolApprovalRequest,

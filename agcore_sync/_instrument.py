@@ -40,6 +40,7 @@ __all__ = [
     "TurnScope",
     "begin_turn",
     "chat",
+    "current_tool_call_id",
     "current_turn",
     "get_logger",
     "install",
@@ -343,6 +344,11 @@ def tool_call(name: str, tool_call_id: Optional[str], arguments: Any, tool: Any)
         _tool_call_id.set(tool_call_id)
         return _NO_SPAN_BLOCK
     return _Span(_tool_call_id, tool_call_id, "start_tool", name, tool_call_id, arguments, tool)
+
+
+def current_tool_call_id() -> Optional[str]:
+    """Return the id of the tool call running in this context, or None."""
+    return _tool_call_id.get()
 
 
 def mcp_request(method: str, params: Optional[Dict[str, Any]], *, server: str, tool_name: Optional[str],

@@ -42,6 +42,7 @@ EXPORTED |= {"SessionStore", "StoredSession", "SessionLease", "LeaseBackend", "S
 EXPORTED |= {"BedrockProvider"}
 EXPORTED |= {"FallbackProvider", "CircuitBreaker", "RateLimit", "RateLimitedProvider", "RateLimitWaitExceeded",
              "AllProvidersFailedError", "CircuitOpenError"}  # resilience; RedisRateLimitStore is in contrib.redis
+EXPORTED |= {"agent_tool", "SubagentEvent", "handoff"}  # agents composition (issue 27)
 
 
 def test_every_name_in_all_is_importable_from_the_package():

@@ -38,6 +38,7 @@ class OpenTurn:
         cycle.turn_index = session.turn_index
         cycle.pricing = session.pricing
         cycle.session_limits = None if session.usage_limits is None else (session.usage_limits, session.usage)
+        cycle.session = session  # for a hand-off during the turn (cleared when the turn closes)
         self._scope = cycle.turn_scope = _instrument.begin_turn(session)
 
     def current(self) -> Any:
@@ -48,6 +49,7 @@ class OpenTurn:
         """End the open turn's span, with ``record``'s usage or ``error``; once."""
         scope, self._scope = self._scope, None
         self._cycle.turn_scope = None
+        self._cycle.session = None
         if scope is not None:
             if error is not None:
                 scope.fail(error)

@@ -26,9 +26,11 @@ import weakref
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from agcore_sync import _check
+from agcore_sync.agent import _roster
 from agcore_sync.agent._ended_turns import EndedTurns
 from agcore_sync.agent._format import FORMAT_VERSION, check_document
-from agcore_sync.agent._store_mark import StoreMark, read_stored, unreadable
+from agcore_sync.agent._session_stores import SessionPersistence
+from agcore_sync.agent._store_mark import StoreMark
 from agcore_sync.agent._turn_scope import OpenTurn
 from agcore_sync.agent.approval import cancelled_record, check_decisions, load_paused
 from agcore_sync.agent.errors import AgentError, TurnNotPausedError, TurnPausedError
@@ -44,7 +46,6 @@ from agcore_sync.loop.tool_loop import OutputPlan, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.agent.store import SessionStore
     from agcore_sync.agent.turn_stream import TurnStream
     from agcore_sync.llm.events import ToolApprovalRequest
     from agcore_sync.loop.pause import PausedTurn
@@ -52,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AgentSession", "FORMAT_VERSION"]
 
 
-class AgentSession:
+class AgentSession(SessionPersistence):
     """A conversation with tools, kept across turns.
 
     Args:
@@ -71,6 +72,8 @@ class AgentSession:
             every turn, tool rounds included.
         usage: a :class:`~agcore_sync.RunUsage`, what the ended turns used (0.2).
         turn_index: how many turns have ended; every hook of a turn sees it.
+        usage_by_agent: what agents used as tools used, by path of agent names
+            (``"research"``, ``"research/fact_check"``), included in :attr:`usage` (0.3).
     """
 
     def __init__(self, provider: LlmProvider, config: Optional[CycleConfig] = None,
@@ -86,6 +89,7 @@ class AgentSession:
         self.pricing = pricing
         self.usage_limits = usage_limits
         self.usage = RunUsage()
+        self.usage_by_agent: Dict[str, RunUsage] = {}
         self._turn = OpenTurn(self._cycle)
         self.cost_so_far = Usage()
         self._cost: Optional[float] = 0.0
@@ -133,6 +137,11 @@ class AgentSession:
     def cost_usd(self) -> Optional[float]:
         """The cost of :attr:`cost_so_far` in USD, or None if a model has no price."""
         return self._cost
+
+    @property
+    def current_agent(self) -> Optional[str]:
+        """The agent the session was last handed off to (see ``handoff``), or None for its own (0.3)."""
+        return _roster.current_agent(self)
 
     @property
     def pending_approvals(self) -> Tuple[ToolApprovalRequest, ...]:
@@ -201,6 +210,8 @@ class AgentSession:
             return
         try:
             self.usage = self.usage + record.usage
+            for path, used in record.usage_by_agent.items():
+                self.usage_by_agent[path] = self.usage_by_agent.get(path, RunUsage()) + used
             for usage, model in record.usage_by_model:
                 self.cost_so_far = self.cost_so_far + usage
                 price = find_pricing(model, self.pricing)
@@ -393,7 +404,8 @@ class AgentSession:
         self._end_turn(record, append_messages=True)
 
     def close(self) -> None:
-        """Close the registry if the session created it."""
+        """Close the registry if the session created it (and the agents it handed off to)."""
+        _roster.close(self)
         if self._owns_registry:
             self.registry.close()
 
@@ -421,6 +433,8 @@ class AgentSession:
             "turn_index": self.turn_index,
             "paused_turn": None if self._paused is None else self._paused.to_dict(),
             "usage": self.usage.to_dict(), "usage_limits": self.usage_limits and self.usage_limits.to_dict(),
+            "usage_by_agent": {path: used.to_dict() for path, used in self.usage_by_agent.items()},
+            "agents": _roster.state(self),
         }
 
     @classmethod
@@ -445,52 +459,10 @@ class AgentSession:
         session._cost = data.get("cost_usd", 0.0)
         session.turn_index = int(data["turn_index"])
         session._paused = load_paused(data.get("paused_turn"))
+        session.usage_by_agent = {path: RunUsage.from_dict(used) for path, used in
+                                  (data.get("usage_by_agent") or {}).items()}
+        _roster.restore(session, data.get("agents"))  # back at the agent it was handed off to
         return session
-
-    # -- stores -----------------------------------------------------------------
-
-    @classmethod
-    def load(cls, store: SessionStore, session_id: str, *, provider: LlmProvider,
-             registry: Optional[ToolRegistry] = None, hooks: Optional[Hooks] = None, compact: Any = None,
-             pricing: PricingArg = None) -> AgentSession:
-        """Load a session from a :class:`~agcore_sync.agent.store.SessionStore`.
-
-        The session remembers the version it loaded, so that a later
-        :meth:`save` to the same store and id overwrites exactly that
-        version. The other arguments are those of :meth:`from_dict`.
-
-        Raises:
-            SessionNotFoundError: the store has no such session (also a ``KeyError``).
-            SessionStoreError: the stored session is corrupt or of an unknown
-                format; the store is left as it is.
-        """
-        # Argument mistakes are the caller's (TypeError), not a corrupt stored session.
-        check_parts("AgentSession.load", provider, None, hooks)
-        _check.optional_instance("AgentSession.load", "registry", registry, ToolRegistry, "a ToolRegistry")
-        stored = read_stored(store, session_id)
-        try:
-            session = cls.from_dict(stored.data, provider=provider, registry=registry, hooks=hooks,
-                                    compact=compact, pricing=pricing)
-        except (AgentError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise unreadable(store, session_id, stored, exc) from exc
-        session._stored.remember(store, session_id, stored.version)
-        return session
-
-    def save(self, store: SessionStore, session_id: str) -> int:
-        """Save :meth:`to_dict` to ``store`` under ``session_id``; return the new version.
-
-        The save expects the version this session last loaded from or saved
-        to that store and id (a session never stored there must be new), so
-        a save from a stale copy raises instead of overwriting another
-        worker's turns. Save after a turn has ended.
-
-        Raises:
-            SessionConflictError: the stored version is not the expected one
-                (load again, redo the turn, save); nothing was written.
-        """
-        version = store.save(session_id, self.to_dict(), self._stored.expected(store, session_id))
-        self._stored.remember(store, session_id, version)
-        return version
 
 
 def __getattr__(name: str) -> Any:  # TurnStream, defined in agent.turn_stream, stays importable from here

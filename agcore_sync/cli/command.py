@@ -109,6 +109,9 @@ def _parsers() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentPars
                        help="start an MCP server over stdio and add its tools (repeatable)")
     tools.add_argument("--mcp-timeout", type=_positive_float, default=30.0,
                        help="seconds an MCP server may take to answer (default 30)")
+    tools.add_argument("--agent", action="append", default=[], metavar='NAME="SYSTEM PROMPT"',
+                       help="add an agent used as a tool: NAME runs a turn of its own on the same model, with this "
+                            "system prompt and the other tools, drawn indented (repeatable)")
     tools.add_argument("--no-demo-tools", action="store_true",
                        help="leave out the demo tools (add, multiply, word_count, utc_now, sleep_ms)")
     common.add_argument("--system", help="a system prompt")

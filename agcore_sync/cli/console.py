@@ -2,7 +2,8 @@
 
 :class:`EventPrinter` writes stream events as they come: text as it
 streams, a line per tool call with its arguments, a line per result with
-its duration, and, on a terminal only, a spinner with the elapsed time while
+its duration (a sub-agent's turn, from an agent used as a tool, drawn
+indented inside its call), and, on a terminal only, a spinner with the elapsed time while
 tools run. :func:`run_turn` runs one session turn and lets Ctrl-C cancel it.
 
 Threads: :func:`run_turn` owns one thread, ``agcore-cli-turn-<n>``, that
@@ -28,6 +29,7 @@ from agcore_sync.llm.events import (
     MessageComplete,
     MessageStart,
     StreamEvent,
+    SubagentEvent,
     TextDelta,
     ToolExecutionCompleted,
     ToolExecutionStarted,
@@ -98,6 +100,7 @@ class EventPrinter:
         self._spinner_width = 0  # characters of the spinner line on screen (0: none)
         self._frames = itertools.cycle(_SPINNER_FRAMES)
         self._running: Dict[str, Tuple[str, float]] = {}
+        self._sub_text: Optional[Tuple[str, ...]] = None  # the sub-agent whose text is being written
         self.error: Optional[str] = None
         self.exception: Optional[BaseException] = None
         self.output: Any = None
@@ -114,10 +117,13 @@ class EventPrinter:
     def show(self, event: StreamEvent) -> None:
         """Write what ``event`` means for a reader."""
         with self._lock:
-            if isinstance(event, TextDelta):
+            if isinstance(event, SubagentEvent):
+                self._show_sub(event)
+            elif isinstance(event, TextDelta):
                 if not event.text:
                     return
-                if not self._in_text:
+                if not self._in_text or self._sub_text is not None:
+                    self._sub_text = None
                     self._start_line()
                     self._write("assistant> ")
                     self._in_text = True
@@ -128,23 +134,50 @@ class EventPrinter:
             elif isinstance(event, MessageComplete):
                 self.output = event.full_response.output
             elif isinstance(event, ToolExecutionStarted):
-                self._start_line()
-                self._in_text = False
-                arguments = one_line(event.arguments)
-                if len(arguments) > MAX_ARGUMENTS_SHOWN:
-                    arguments = arguments[:MAX_ARGUMENTS_SHOWN] + "..."
-                self._write(f"  [tool] {event.tool_name} {arguments}\n")
+                self._tool_line(event, "")
                 self._running[event.tool_call_id] = (event.tool_name, time.monotonic())
             elif isinstance(event, ToolExecutionCompleted):
-                self._start_line()
+                self._tool_line(event, "")
                 self._running.pop(event.tool_call_id, None)
-                mark = "error" if event.is_error else "done"
-                self._write(f"  [{mark}] {event.tool_name} -> {one_line(event.result_summary)} "
-                            f"({format_duration(event.duration_s)})\n")
             elif isinstance(event, Error):
                 self.error = one_line(event.message)
                 self.exception = event.error
             self._out.flush()
+
+    def _tool_line(self, event: Any, indent: str) -> None:
+        """Write the line of a tool call's start or result, ``indent`` before it."""
+        self._start_line()
+        self._in_text = False
+        self._sub_text = None
+        if isinstance(event, ToolExecutionStarted):
+            arguments = one_line(event.arguments)
+            if len(arguments) > MAX_ARGUMENTS_SHOWN:
+                arguments = arguments[:MAX_ARGUMENTS_SHOWN] + "..."
+            self._write(f"{indent}  [tool] {event.tool_name} {arguments}\n")
+        else:
+            mark = "error" if event.is_error else "done"
+            self._write(f"{indent}  [{mark}] {event.tool_name} -> {one_line(event.result_summary)} "
+                        f"({format_duration(event.duration_s)})\n")
+
+    def _show_sub(self, event: SubagentEvent) -> None:
+        """Write a sub-agent's event indented two spaces per level: its text as ``name> ...``, its tool lines."""
+        path, inner = [], event
+        while isinstance(inner, SubagentEvent):
+            path.append(inner.tool_call_id)
+            name, inner = inner.agent_name, inner.event
+        indent = "  " * len(path)
+        if isinstance(inner, TextDelta) and inner.text:
+            key = tuple(path)
+            if self._sub_text != key:
+                self._start_line()
+                self._write(f"{indent}  {name}> ")
+                self._in_text, self._sub_text = False, key
+            self._write(inner.text.replace("\n", "\n" + indent + "  " + " " * (len(name) + 2)))
+            self._line_open = True
+        elif isinstance(inner, MessageStart):
+            self._sub_text = None
+        elif isinstance(inner, (ToolExecutionStarted, ToolExecutionCompleted)):
+            self._tool_line(inner, indent)
 
     def tick(self) -> None:
         """Redraw the spinner line if tools are running and the spinner is on."""

@@ -128,7 +128,25 @@ def build(args: argparse.Namespace, stack: contextlib.ExitStack) -> Setup:
     for number, spec in enumerate(args.mcp, 1):
         _add_mcp_server(spec, number, registry, stack, args.mcp_timeout, notes)
     config = CycleConfig(model=args.model or DEMO_MODEL, retry=RetryConfig(max_retries=args.retries))
+    for spec in getattr(args, "agent", None) or ():
+        _add_agent(spec, provider, config, registry, pricing)
     return Setup(provider, registry, config, pricing, interrupt, description, args.system, endpoint, notes)
+
+
+def _add_agent(spec: str, provider: LlmProvider, config: CycleConfig, registry: ToolRegistry, pricing: Any) -> None:
+    """Register an ``--agent NAME=PROMPT``: an agent tool on the same model, with the registry's tools."""
+    from agcore_sync.agent.subagents import agent_tool
+
+    name, _, prompt = spec.partition("=")
+    name = name.strip()
+    if not name or not prompt.strip() or registry.get(name) is not None:
+        raise CliError(f"--agent {spec!r}: expected NAME=\"SYSTEM PROMPT\" with a NAME no other tool has, "
+                       "for example --agent \"research=You answer research questions briefly.\"")
+
+    def factory() -> AgentSession:  # the registry is shared, not owned: the sub-sessions never close it
+        return AgentSession(provider, config, registry, prompt.strip(), pricing=pricing)
+
+    registry.register(agent_tool(factory, name=name, description=f"Ask the {name} agent: {prompt.strip()}"))
 
 
 def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:

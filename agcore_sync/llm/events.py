@@ -11,7 +11,8 @@ Order within one provider response (DESIGN.md, Pinned details, Round 3)::
 Block indexes count from 0 in order of first appearance. The tool loops add
 ``ToolExecutionStarted`` / ``ToolExecutionCompleted`` between responses, end
 a failed stream with ``Error`` and a paused session turn with
-``ApprovalRequired``.
+``ApprovalRequired``; an agent used as a tool streams its own events inside
+the parent's, each wrapped in a ``SubagentEvent``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "Error",
     "ApprovalRequired",
     "ToolApprovalRequest",
+    "SubagentEvent",
 ]
 
 
@@ -328,3 +330,55 @@ class ApprovalRequired(StreamEvent):
     @classmethod
     def _from_fields(cls, kwargs: Dict[str, Any]) -> StreamEvent:
         return cls(tuple(ToolApprovalRequest.from_dict(item) for item in kwargs.get("requests") or ()))
+
+
+@attrs.frozen
+@value_methods
+class SubagentEvent(StreamEvent):
+    """An event of a sub-agent's turn, inside the stream of the turn that called it as a tool.
+
+    An agent made a tool by :func:`~agcore_sync.agent.subagents.agent_tool`
+    runs its turn inside one tool call of the parent turn; in the parent's
+    stream each of its events comes wrapped in one of these, between the
+    call's ``ToolExecutionStarted`` and ``ToolExecutionCompleted``. A
+    sub-agent's own sub-agents are wrapped twice (and so on): each level's
+    ``tool_call_id`` is the id of its own call, in the stream of the turn
+    one level up, so the path of ids leads from the outer stream to the
+    event. Survives ``to_dict`` / ``from_dict``, nesting included.
+
+    Args:
+        tool_call_id: the id of the agent tool's call in the enclosing turn.
+        agent_name: the agent tool's name.
+        event: the sub-agent's event (itself a ``SubagentEvent`` one level deeper).
+
+    .. versionadded:: 0.3
+    """
+
+    tool_call_id: str
+    agent_name: str
+    event: StreamEvent
+
+    @property
+    def innermost(self) -> StreamEvent:
+        """The wrapped event, unwrapped from every level."""
+        event = self.event
+        while isinstance(event, SubagentEvent):
+            event = event.event
+        return event
+
+    @property
+    def depth(self) -> int:
+        """How many levels of sub-agents this event is inside (1: a sub-agent of the outer turn)."""
+        depth, event = 1, self.event
+        while isinstance(event, SubagentEvent):
+            depth, event = depth + 1, event.event
+        return depth
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Return a JSON-ready dict; the wrapped event as its own ``to_dict()``."""
+        return {"type": self.type, "tool_call_id": self.tool_call_id, "agent_name": self.agent_name,
+                "event": self.event.to_dict()}
+
+    @classmethod
+    def _from_fields(cls, kwargs: Dict[str, Any]) -> StreamEvent:
+        return cls(kwargs["tool_call_id"], kwargs["agent_name"], StreamEvent.from_dict(kwargs["event"]))

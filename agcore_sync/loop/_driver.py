@@ -47,15 +47,19 @@ Finish = Callable[[Any, Optional[BaseException]], None]
 
 
 class ToolBatch:
-    """What a turn yields: one round's calls to run, their timeout, and who hears of each result."""
+    """What a turn yields: one round's calls to run, their timeout, and who hears of each result.
 
-    __slots__ = ("calls", "timeout", "on_complete")
+    ``registry`` runs the calls instead of the Drive's own (a turn handed off to another agent's tools).
+    """
+
+    __slots__ = ("calls", "timeout", "on_complete", "registry")
 
     def __init__(self, calls: List[ToolCall], timeout: Optional[float],
-                 on_complete: Optional[CompletionCallback]) -> None:
+                 on_complete: Optional[CompletionCallback], registry: Optional[ToolRegistry] = None) -> None:
         self.calls = calls
         self.timeout = timeout
         self.on_complete = on_complete
+        self.registry = registry
 
 
 Steps = Generator[ToolBatch, List[ToolInvocation], Any]
@@ -103,7 +107,7 @@ class Drive:
         Sends ``value`` (or throws ``error``) into the steps, or first runs
         ``batch`` if given (the steps wait for its results).
         """
-        steps, context, registry = self._steps, self._context, self._registry
+        steps, context = self._steps, self._context
         while True:
             if batch is None:
                 try:
@@ -122,6 +126,7 @@ class Drive:
                 if batch.timeout is not None and self._hand_off and self._start(batch):
                     return
             value, error = None, None
+            registry = self._registry if batch.registry is None else batch.registry
             try:
                 if batch.timeout is None or self._hand_off:
                     # No timeout to watch (or no thread to be had: the pool runs the

@@ -65,6 +65,9 @@ class PausedTurn:
             returns when it pauses).
         guard: the repeated-call guard's state: the last call's
             ``(name, canonical arguments)`` (or None) and its run length.
+        subagents: the turn's agents-as-tools (JSON-ready, or None): the
+            state of each sub-session that waits for approval, and what
+            the sub-agents used so far (see ``loop/_nesting.py``).
 
     .. versionadded:: 0.2
     """
@@ -77,6 +80,7 @@ class PausedTurn:
     usage_by_model: Tuple[Tuple[Usage, Optional[str]], ...] = attrs.field(converter=_usage_pairs)
     final_response: MessageResponse
     guard: Tuple[Optional[Tuple[str, str]], int] = (None, 0)
+    subagents: Optional[Dict[str, Any]] = None
 
     def __attrs_post_init__(self) -> None:
         problem = self._disagreement()
@@ -96,7 +100,18 @@ class PausedTurn:
             if tool_use_id not in calls:
                 return f"a settled result answers {tool_use_id!r}, which is no call of the assistant message"
         waiting = set()
+        nested = set()
         for request in self.requests:
+            outer, slash, inner = request.tool_call_id.partition("/")
+            if slash:  # a call a sub-agent waits for, under the agent tool's call
+                problem = self._nested_disagreement(request, outer, inner, calls, settled)
+                if problem is not None:
+                    return problem
+                if request.tool_call_id in nested:
+                    return f"the call {request.tool_call_id!r} waits twice"
+                nested.add(request.tool_call_id)
+                waiting.add(outer)
+                continue
             call = calls.get(request.tool_call_id)
             if call is None:
                 return f"the waiting call {request.tool_call_id!r} is no call of the assistant message"
@@ -112,6 +127,34 @@ class PausedTurn:
         unseen = [call_id for call_id in calls if call_id not in waiting and call_id not in settled]
         if unseen:
             return f"the assistant message's calls {unseen} neither wait nor were settled"
+        return None
+
+    def _nested_disagreement(self, request: Any, outer: str, inner: str, calls: Dict[str, Any],
+                             settled: Dict[str, Message]) -> Optional[str]:
+        """Say how a sub-agent's waiting call disagrees with the sub-agent's saved turn, or return None.
+
+        What the human sees (this request) must be what the sub-agent shows,
+        and what it shows must be what its own paused turn will run.
+        """
+        if outer not in calls:
+            return f"the waiting call {request.tool_call_id!r} is under no call of the assistant message"
+        if outer in settled:
+            return f"the call {outer!r} waits for its sub-agent and was settled"
+        entry = ((self.subagents or {}).get("waiting") or {}).get(outer) or {}
+        shown = {item.get("tool_call_id"): item for item in entry.get("requests") or ()}
+        item = shown.get(inner)
+        if item is None or item.get("tool_name") != request.tool_name \
+                or dict(item.get("arguments") or {}) != request.arguments:
+            return f"the waiting call {request.tool_call_id!r} is not what its sub-agent shows"
+        inner_paused = (entry.get("state") or {}).get("paused_turn") or {}
+        runs = [(r.get("tool_call_id"), r.get("tool_name"), dict(r.get("arguments") or {}))
+                for r in inner_paused.get("requests") or ()]
+        if (inner, request.tool_name, request.arguments) not in runs:
+            return f"the waiting call {request.tool_call_id!r} is not what its sub-agent's paused turn runs"
+        try:  # the sub-agent's own paused turn, and so every level below it, must hold together too
+            PausedTurn.from_dict(inner_paused)
+        except PausedTurnMismatch as exc:
+            return f"the sub-agent under {outer!r}: {exc}"
         return None
 
     @property
@@ -141,6 +184,7 @@ class PausedTurn:
             "usage_by_model": [{"usage": usage.to_dict(), "model": model} for usage, model in self.usage_by_model],
             "final_response": self.final_response.to_dict(),
             "guard": {"last": None if last is None else list(last), "count": count},
+            "subagents": self.subagents,
         }
 
     @classmethod
@@ -165,4 +209,5 @@ class PausedTurn:
             usage_by_model=[(Usage.from_dict(item["usage"]), item.get("model")) for item in data["usage_by_model"]],
             final_response=MessageResponse.from_dict(data["final_response"]),
             guard=(None if last is None else (last[0], last[1]), int(guard.get("count", 0))),
+            subagents=data.get("subagents"),
         )

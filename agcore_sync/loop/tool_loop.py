@@ -33,6 +33,7 @@ from agcore_sync.llm.errors import LlmError, MaxToolTurnsExceeded, OutputRefused
 from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, ToolUseBlock, Usage
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._driver import Drive, ToolBatch
+from agcore_sync.loop._nesting import Nest, nest_of
 from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8, runnable_calls
 from agcore_sync.loop.limits import RunUsage, TurnAccount
@@ -91,6 +92,8 @@ class TurnRecord:
         paused: where the turn stopped to wait for approval, or None (the
             turn ended, or runs on).
         usage: what the turn used (requests, tool calls, tokens, cost), across pauses.
+        usage_by_agent: what its agents-as-tools used, by path of agent
+            names (``"research"``, ``"research/fact_check"``); included in ``usage``.
     """
 
     new_messages: Tuple[Message, ...] = attrs.field(default=(), converter=as_tuple)
@@ -99,6 +102,7 @@ class TurnRecord:
     final_response: Optional[MessageResponse] = None
     paused: Optional[PausedTurn] = None
     usage: RunUsage = RunUsage()
+    usage_by_agent: Mapping[str, RunUsage] = attrs.field(factory=dict)
 
 
 class ToolLoop:
@@ -159,6 +163,7 @@ class ToolLoop:
         self.paused: Optional[PausedTurn] = None
         self._provider_calls = 0
         self._account = TurnAccount()  # counts the turn, checks its usage limits
+        self._nest: Optional[Nest] = None  # its agents-as-tools and hand-offs, made with the first batch
 
     def run(self, prompt: Union[str, Message]) -> MessageResponse:
         """Run the turn for ``prompt`` (a str, or a user :class:`Message` with images...); return the final response.
@@ -214,11 +219,13 @@ class ToolLoop:
         self._guard.restore(paused.guard)
         with self._account.start(self.cycle, Cancelled):
             self._check_cancel()
+            decisions = nest_of(self).load(paused.subagents, decisions, self)
             results = yield from self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
                                                  decisions=decisions)
             if self._pause_if_waiting(paused.final_response, results):
                 return paused.final_response
             self.new_messages = [*self.new_messages, paused.assistant, *results]  # type: ignore[list-item]
+            self._nest.switch(self, paused.assistant)  # type: ignore[union-attr]
             return (yield from self._rounds())
 
     def _rounds(self) -> Steps:
@@ -252,6 +259,8 @@ class ToolLoop:
             # One reference swap per round: a reader on another thread (a
             # stream's close()) sees whole rounds only.
             self.new_messages = [*self.new_messages, response.message, *results]  # type: ignore[list-item]
+            if self._nest is not None and self._nest.switch(self, response.message):  # a hand-off
+                definitions, limit = self.registry.definitions(), self.cycle.config.tool_turn_limit
         raise MaxToolTurnsExceeded(
             f"the tool loop made {limit} provider calls and the model still asks for tools; "
             "raise CycleConfig.max_tool_turns or check the tools' answers"
@@ -261,23 +270,25 @@ class ToolLoop:
         """Return what the loop has done so far (all of it once :meth:`run` returned or raised)."""
         return TurnRecord(new_messages=self.new_messages, usage_by_model=self.usage_by_model,
                           responses=self._responses, final_response=self.final_response, paused=self.paused,
-                          usage=self._account.used(self.usage_by_model))
+                          usage=self._account.used(self.usage_by_model),
+                          usage_by_agent={} if self._nest is None else dict(self._nest.by_agent))
 
     def _pause_if_waiting(self, response: MessageResponse, results: List[Optional[Message]]) -> bool:
         """If some calls of the round wait for approval, pause the turn and return True."""
         if all(result is not None for result in results):
             return False
-        from agcore_sync.llm.events import ApprovalRequired, ToolApprovalRequest
+        from agcore_sync.llm.events import ApprovalRequired
         from agcore_sync.loop.pause import PausedTurn
 
-        calls = response.message.tool_uses
-        requests = tuple(ToolApprovalRequest(call.id, call.name, call.input if isinstance(call.input, dict) else {})
-                         for call, result in zip(calls, results) if result is None)
+        nest = nest_of(self)
+        waiting = [call for call, result in zip(response.message.tool_uses, results) if result is None]
+        requests = nest.requests_of(waiting)  # a sub-agent's waiting calls stand for its call
         self.paused = PausedTurn(
             messages=self.new_messages, assistant=response.message,
             results=[result for result in results if result is not None], requests=requests,
             provider_calls=self._provider_calls, usage_by_model=self.usage_by_model,
             final_response=response, guard=self._guard.state(),
+            subagents=nest.state([call.id for call in waiting]),
         )
         if self.emit is not None:
             self.emit(ApprovalRequired(requests))
@@ -404,15 +415,20 @@ class ToolLoop:
             self._check_cancel()
             batch = [(calls[i].id, calls[i].name, calls[i].input) for i in to_run]
             done: Dict[int, ToolInvocation] = {}
+            nest = nest_of(self)
 
             def on_complete(position: int, invocation: ToolInvocation) -> None:
                 done[position] = invocation
-                if emit is not None:
+                if emit is not None and not (invocation.ok and nest.waits(invocation.tool_call_id)):
                     emit(self._completed_event(invocation))
 
             invocations = yield ToolBatch(batch, self.cycle.config.tool_timeout_secs,
-                                          on_complete if emit is not None else None)
+                                          on_complete if emit is not None else None, registry=self.registry)
+            nest.fold(self)  # what the round's sub-agents used
             for position, (i, invocation) in enumerate(zip(to_run, invocations)):
+                if invocation.ok and nest.waits(calls[i].id):
+                    waiting.append(i)  # a sub-agent paused for approval: so does this turn
+                    continue
                 outcomes[i] = self._finish(calls[i], invocation, reached_registry=True,
                                            already_emitted=position in done)
         # Results were cut by _finish; an error's text (a tool may fail with

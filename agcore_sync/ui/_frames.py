@@ -12,10 +12,11 @@ from __future__ import annotations
 import abc
 import collections
 import json
-import logging
 from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional
 
-_log = logging.getLogger("agcore_sync.ui")
+from agcore_sync import _instrument
+
+_log = _instrument.get_logger("agcore_sync.ui")
 
 #: The JSON encoder of every frame: compact, and UTF-8 kept as it is.
 _dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

@@ -4,7 +4,9 @@
 answers with ``text/event-stream``: one SSE event per stream event (its
 ``type`` as the SSE event name, ``event.to_dict()`` as JSON data), then a
 final ``done`` event (``turn_index``, and ``cost_usd``: the sum of the
-turn's ``cost_update`` events). ``GET /`` serves a small page that uses it.
+turn's ``cost_update`` events, those of agents used as tools included).
+``GET /`` serves a small page that uses it; it draws the events of an agent
+used as a tool (``subagent_event``, see ``docs/howto/agents.rst``) indented.
 
 One :class:`~agcore_sync.AgentSession` per conversation id lives in memory,
 in a dict behind a lock, so the next message on the same id continues the
@@ -48,6 +50,7 @@ from agcore_sync import (
     CycleConfig,
     LlmProvider,
     OpenAIProvider,
+    SubagentEvent,
     ToolRegistry,
     TurnStream,
 )
@@ -104,14 +107,16 @@ def stream_events(session: AgentSession, stream: TurnStream) -> Iterator[bytes]:
     """Yield the turn's events as SSE bytes; closing this generator closes the stream.
 
     The ``done`` event's ``cost_usd`` is the turn's cost: the sum of its
-    ``cost_update`` events, so the two always agree (None when a call had
-    no price).
+    ``cost_update`` events (a sub-agent's come wrapped in a
+    ``subagent_event``), so the two always agree (None when a call had no
+    price).
     """
     turn_cost: Optional[float] = 0.0
     try:
         for event in stream:
-            if isinstance(event, CostUpdate):
-                turn_cost = None if turn_cost is None or event.cost_usd is None else turn_cost + event.cost_usd
+            inner = event.innermost if isinstance(event, SubagentEvent) else event
+            if isinstance(inner, CostUpdate):
+                turn_cost = None if turn_cost is None or inner.cost_usd is None else turn_cost + inner.cost_usd
             yield sse(event.type, event.to_dict())
         yield sse("done", {"turn_index": session.turn_index, "cost_usd": turn_cost})
     finally:
@@ -192,9 +197,13 @@ document.getElementById("f").onsubmit = async (e) => {
     while ((end = buffer.indexOf("\\n\\n")) >= 0) {
       const data = buffer.slice(0, end).split("\\n").find(l => l.startsWith("data: "));
       buffer = buffer.slice(end + 2);
-      const event = data ? JSON.parse(data.slice(6)) : {};
+      let event = data ? JSON.parse(data.slice(6)) : {}, depth = 0, agent = "";
+      while (event.type === "subagent_event") { depth += 1; agent = event.agent_name; event = event.event; }
+      const pad = "  ".repeat(depth);  // an agent used as a tool: its events indented, one level per agent
+      if (depth && event.type === "message_start") out.textContent += `\\n${pad}${agent}> `;
       if (event.type === "text_delta") out.textContent += event.text;
-      if (event.type === "tool_execution_started") out.textContent += `\\n[${event.tool_name}(${event.arguments})]`;
+      const call = `${event.tool_name}(${event.arguments})`;
+      if (event.type === "tool_execution_started") out.textContent += `\\n${pad}[${call}]`;
       if (event.type === "tool_execution_completed") out.textContent += ` -> ${event.result_summary}\\n`;
       if (event.type === "error") out.textContent += `\\n[error: ${event.message}]\\n`;
     }

@@ -303,3 +303,34 @@ def test_the_done_events_cost_agrees_with_the_turns_cost_updates(serve):
     costs = [event.cost_usd for _, event in events[:-1] if isinstance(event, CostUpdate)]
     assert len(costs) == 2 and costs == [0.0, 0.0]
     assert events[-1] == ("done", {"turn_index": 1, "cost_usd": sum(costs)})
+
+
+def test_an_agent_used_as_a_tool_streams_wrapped_and_its_cost_counts_in_done(serve):
+    from agcore_sync import AgentSession, SubagentEvent, Usage, agent_tool
+
+    def research():
+        return AgentSession(MockProvider([MockProvider.text("Ada Lovelace.", usage=Usage(100, 5), model="gpt-4o")]))
+
+    def registry():
+        reg = ToolRegistry()
+        reg.register(agent_tool(research, name="research", description="Research."))
+        return reg
+
+    provider = MockProvider([
+        MockProvider.tool_calls(("c1", "research", {"input": "first programmer?"}), usage=Usage(50, 10),
+                                model="gpt-4o"),
+        MockProvider.text("It was Ada Lovelace.", usage=Usage(80, 6), model="gpt-4o"),
+    ])
+    server = serve(lambda _: provider, registry)
+    with post(f"{server.url}/chat/sub", "Who was the first programmer?") as response:
+        pairs = events_of(response)
+    wrapped = [event for name, event in pairs if name == "subagent_event"]
+    assert wrapped and all(isinstance(event, SubagentEvent) and event.tool_call_id == "c1" for event in wrapped)
+    assert "".join(e.event.text for e in wrapped if isinstance(e.event, TextDelta)) == "Ada Lovelace."
+    costs = [event.innermost.cost_usd if isinstance(event, SubagentEvent) else event.cost_usd
+             for _, event in pairs[:-1]
+             if isinstance(event, CostUpdate) or (isinstance(event, SubagentEvent)
+                                                  and isinstance(event.innermost, CostUpdate))]
+    assert len(costs) == 3 and all(cost > 0 for cost in costs)
+    assert pairs[-1] == ("done", {"turn_index": 1, "cost_usd": pytest.approx(sum(costs))})
+    assert 'event.type === "subagent_event"' in flask_app.PAGE
