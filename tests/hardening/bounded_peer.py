@@ -154,7 +154,7 @@ def _provider(mode: str, limit: int, url: str) -> None:
 
 
 def _mcp(transport: Any, *, call_big: int = 0) -> None:
-    from agcore_sync.tools.mcp import McpClient
+    from agcore_sync.mcp import McpClient
 
     with McpClient("bounded-peer", transport, timeout=60.0) as client:
         if call_big:
@@ -167,9 +167,9 @@ def main(argv: Any) -> Dict[str, Any]:
     mode, limit, sent = argv[0], int(argv[1]), int(argv[2])
     import agcore_sync.llm.anthropic  # noqa: F401 - imports done before the baseline
     import agcore_sync.llm.openai  # noqa: F401
-    import agcore_sync.tools.mcp  # noqa: F401
-    from agcore_sync.tools.mcp.http import HttpTransport
-    from agcore_sync.tools.mcp.stdio import StdioTransport
+    import agcore_sync.mcp  # noqa: F401
+    from agcore_sync.mcp.transports.http import HttpTransport
+    from agcore_sync.mcp.transports.stdio import StdioTransport
 
     before = _peak_kib()
     error: Optional[BaseException] = None

@@ -10,11 +10,11 @@ import pytest
 
 from agcore_sync import CycleConfig, ImageBlock, LlmCycle, MockProvider, TextBlock, ToolRegistry
 from agcore_sync.llm.types import MessageRequest, Role
+from agcore_sync.mcp import McpTool, McpToolResult, sampling_handler_for
+from agcore_sync.mcp.client.sampling import USER_REJECTED
+from agcore_sync.mcp.shared.content import mcp_blocks, mcp_message
+from agcore_sync.mcp.shared.pages import fetch_all
 from agcore_sync.tools.error import McpConnectionError, McpError
-from agcore_sync.tools.mcp import McpTool, McpToolResult, sampling_handler_for
-from agcore_sync.tools.mcp._pages import fetch_all
-from agcore_sync.tools.mcp.content import mcp_blocks, mcp_message
-from agcore_sync.tools.mcp.sampling import USER_REJECTED
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(8)).decode()
 
