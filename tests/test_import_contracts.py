@@ -1,9 +1,11 @@
 """The layering of DESIGN.md ("Layout"), checked by import-linter with the contracts in setup.cfg.
 
-Imports run one way, down the list errors, _http, llm, tools, hooks, loop,
+Imports run one way, down the list errors, _http, llm, tools, mcp, hooks, loop,
 agent, prompt, telemetry, contrib, cli (upper may import lower); inside
 loop/ and the registry's modules one way too; sibling modules never import
-each other both ways; the console printer does not import the demo. The linter reads the source, so
+each other both ways; the console printer does not import the demo; inside
+mcp/, the shared protocol code imports neither the client nor the transports,
+and the tool adapter does not import the client. The linter reads the source, so
 imports inside functions and under ``TYPE_CHECKING`` count: a cycle hidden
 that way is still a cycle.
 
@@ -64,7 +66,7 @@ def add_line(path: Path, line: str) -> None:
     path.write_text(path.read_text() + f"\n{line}\n")
 
 
-@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console", "mcp-adapter"])
+@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console", "mcp-adapter", "mcp-shared"])
 def test_the_package_keeps_its_import_contract(contract):
     kept, report = lint(ROOT, contract)
     assert "Contracts:" in report, report  # the linter ran and read the contract
@@ -109,6 +111,38 @@ def test_loop_config_importing_the_cycle_breaks_the_loop_contract(copy):
     kept, report = lint(copy, "loop")
     assert not kept
     assert "agcore_sync.loop.config is not allowed to import agcore_sync.loop.cycle" in report, report
+
+
+def test_the_tool_layer_importing_mcp_breaks_the_layers_contract(copy):
+    add_line(copy / "agcore_sync" / "tools" / "registry.py",
+             "def _late():\n    from agcore_sync.mcp.client import session  # noqa\n    return session")
+    kept, report = lint(copy, "layers")
+    assert not kept
+    assert "agcore_sync.tools is not allowed to import agcore_sync.mcp" in report, report
+
+
+def test_mcp_importing_the_loop_breaks_the_layers_contract(copy):
+    add_line(copy / "agcore_sync" / "mcp" / "tools.py", "import agcore_sync.loop.config  # noqa")
+    kept, report = lint(copy, "layers")
+    assert not kept
+    assert "agcore_sync.mcp is not allowed to import agcore_sync.loop" in report, report
+
+
+@pytest.mark.parametrize("target", ["agcore_sync.mcp.client.session", "agcore_sync.mcp.transports.stdio"])
+def test_shared_mcp_code_importing_the_client_or_a_transport_breaks_its_contract(copy, target):
+    add_line(copy / "agcore_sync" / "mcp" / "shared" / "jsonrpc.py",
+             f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import {target}  # noqa")
+    kept, report = lint(copy, "mcp-shared")
+    assert not kept
+    assert f"agcore_sync.mcp.shared is not allowed to import {target.rsplit('.', 1)[0]}" in report, report
+    assert f"agcore_sync.mcp.shared.jsonrpc -> {target}" in report, report
+
+
+def test_the_mcp_adapter_importing_the_client_breaks_its_contract(copy):
+    add_line(copy / "agcore_sync" / "mcp" / "tools.py", "from agcore_sync.mcp.client import _pending  # noqa")
+    kept, report = lint(copy, "mcp-adapter")
+    assert not kept
+    assert "agcore_sync.mcp.tools is not allowed to import agcore_sync.mcp.client" in report, report
 
 
 #: A module past this many lines is split along an idea (DESIGN.md "Layout").

@@ -35,10 +35,10 @@ import copy
 import threading
 from typing import Any, Callable, Deque, Dict, List, Optional
 
+from agcore_sync.mcp import Transport
 from agcore_sync.testing._cassette import CassetteWriter, read_cassette
 from agcore_sync.testing._diff import first_difference, shown
 from agcore_sync.testing.errors import CassetteError, CassetteMismatchError
-from agcore_sync.mcp import Transport
 
 __all__ = ["RecordingTransport", "ReplayTransport"]
 
