@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Optional
 import attrs
 
 from agcore_sync import _check, _instrument
+from agcore_sync.mcp.client._requests import RequestOptions
 from agcore_sync.mcp.errors import McpConnectionError, McpError
 from agcore_sync.mcp.shared import jsonrpc
 from agcore_sync.mcp.shared import protocol as proto
@@ -41,8 +42,8 @@ def check_protocol(protocol: Optional[str]) -> None:
 
 logger = _instrument.get_logger("agcore_sync.mcp")
 
-#: ``request(method, params, *, timeout, cancellable) -> result``: the client's request function.
-RequestFunction = Callable[..., Dict[str, Any]]
+#: ``request(method, params, options) -> result``: the client's request function.
+RequestFunction = Callable[[str, Optional[Dict[str, Any]], RequestOptions], Dict[str, Any]]
 
 
 @attrs.frozen
@@ -157,7 +158,7 @@ class _Session:
         self.transport.set_protocol_version(proto.MODERN_VERSION)
         meta = proto.modern_meta(proto.MODERN_VERSION, self.client_info, self.capabilities)
         timeout = proto.DISCOVER_TIMEOUT if self.timeout is None else min(self.timeout, proto.DISCOVER_TIMEOUT)
-        return self.request("server/discover", {"_meta": meta}, timeout=timeout, cancellable=False)
+        return self.request("server/discover", {"_meta": meta}, RequestOptions(timeout=timeout, cancellable=False))
 
     def require(self, result: Dict[str, Any]) -> Agreement:
         agreement = self.adopt(result)
@@ -185,7 +186,7 @@ class _Session:
 
     def initialize(self, offer: str) -> Agreement:
         params = {"protocolVersion": offer, "capabilities": self.capabilities, "clientInfo": self.client_info}
-        result = self.request("initialize", params, timeout=self.timeout, cancellable=False)
+        result = self.request("initialize", params, RequestOptions(timeout=self.timeout, cancellable=False))
         version = result.get("protocolVersion")
         if version not in proto.HANDSHAKE_VERSIONS:
             raise McpError(

@@ -76,7 +76,7 @@ class ToolsCache:
 
 
 def fetch_tools(
-    request: Callable[..., Dict[str, Any]], server_name: str, *, timeout: Optional[float], modern: bool
+    request: Callable[[str, Optional[Dict[str, Any]]], Dict[str, Any]], server_name: str, *, modern: bool
 ) -> Tuple[Tools, Optional[float]]:
     """Fetch every ``tools/list`` page through the client's ``request``; return the tools and the ``ttlMs``.
 
@@ -93,7 +93,7 @@ def fetch_tools(
     ttl_ms: Optional[float] = None
     for _ in range(MAX_TOOL_PAGES):
         params = {"cursor": cursor} if cursor is not None else None
-        result = request("tools/list", params, timeout=timeout)
+        result = request("tools/list", params)
         page = result.get("tools")
         tools.extend(tool for tool in (page if isinstance(page, list) else ()) if _is_tool(tool))
         if modern:

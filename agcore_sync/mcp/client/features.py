@@ -1,7 +1,7 @@
 """The server features an :class:`~agcore_sync.mcp.client.session.McpClient` uses beyond tools.
 
 :class:`ServerFeatures` is owned by ``McpClient``, whose methods of the
-same names delegate to it: resources (list, templates, read, subscribe),
+same names call it: resources (list, templates, read, subscribe),
 prompts (list, get), ``completion/complete``, ``logging/setLevel``,
 ``ping`` and roots. It keeps its own state (the resource subscriptions)
 and reaches the server only through the ``request`` callable the client
@@ -13,7 +13,6 @@ follows ``nextCursor`` to the end.
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -29,7 +28,7 @@ from agcore_sync.mcp.shared.resources import (
     Subscriptions,
 )
 
-__all__ = ["ServerFeatures", "MCP_LOG_LEVELS", "delegate"]
+__all__ = ["ServerFeatures", "MCP_LOG_LEVELS"]
 
 logger = _instrument.get_logger("agcore_sync.mcp")
 
@@ -69,41 +68,25 @@ class ServerFeatures:
         self._replace_roots = replace_roots
         self._subscriptions = Subscriptions()
 
-    def _request(self, method: str, params: Optional[Dict[str, Any]], **_: Any) -> Dict[str, Any]:
+    def _request(self, method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         return self._send(method, params)
 
     def _list(self, method: str, key: str) -> List[Dict[str, Any]]:
-        return fetch_all(self._request, method, key, self.server_name, timeout=None)
+        return fetch_all(self._request, method, key, self.server_name)
 
     # -- resources --------------------------------------------------------
 
     def list_resources(self) -> List[McpResource]:
-        """Return the server's resources, following ``nextCursor`` to the end.
-
-        Raises:
-            McpError: the server answered with an error (e.g. it has no resources).
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.list_resources`."""
         return [McpResource.from_wire(item) for item in self._list("resources/list", "resources")]
 
     def list_resource_templates(self) -> List[McpResourceTemplate]:
-        """Return the server's resource templates, following ``nextCursor`` to the end.
-
-        Raises:
-            McpError: the server answered with an error.
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.list_resource_templates`."""
         items = self._list("resources/templates/list", "resourceTemplates")
         return [McpResourceTemplate.from_wire(item) for item in items]
 
     def read_resource(self, uri: str) -> List[McpResourceContents]:
-        """Read one resource; a resource may come in several parts (text or bytes).
-
-        Args:
-            uri: the resource's URI (listed, or a template filled in).
-
-        Raises:
-            McpError: the server answered with an error (unknown URI...), or
-                sent a blob that is not base64.
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.read_resource`."""
         result = self._request("resources/read", {"uri": _text("uri", uri)})
         contents = result.get("contents")
         try:
@@ -116,16 +99,7 @@ class ServerFeatures:
             raise McpError(f"MCP server {self.server_name!r} answered resources/read badly: {exc}") from exc
 
     def subscribe_resource(self, uri: str, callback: ResourceCallback) -> None:
-        """Ask the server for ``notifications/resources/updated`` of ``uri``; ``callback(uri)`` gets each.
-
-        The callback runs on the client's worker thread, in a copy of the
-        ``contextvars`` context of the thread that called ``connect()``;
-        a callback that raises is logged. Subscribing again replaces it.
-
-        Raises:
-            TypeError: ``callback`` is not callable.
-            McpError: the server refused (it may not support subscriptions).
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.subscribe_resource`."""
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")
         uri = _text("uri", uri)
@@ -138,11 +112,7 @@ class ServerFeatures:
             raise
 
     def unsubscribe_resource(self, uri: str) -> None:
-        """Stop the updates of ``uri``; its callback is not called again.
-
-        Raises:
-            McpError: the server refused.
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.unsubscribe_resource`."""
         uri = _text("uri", uri)
         self._subscriptions.remove(uri)
         self._request("resources/unsubscribe", {"uri": uri})
@@ -159,24 +129,11 @@ class ServerFeatures:
     # -- prompts and completion ---------------------------------------------
 
     def list_prompts(self) -> List[McpPrompt]:
-        """Return the server's prompts, following ``nextCursor`` to the end.
-
-        Raises:
-            McpError: the server answered with an error.
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.list_prompts`."""
         return [McpPrompt.from_wire(item) for item in self._list("prompts/list", "prompts")]
 
     def get_prompt(self, name: str, arguments: Optional[Mapping[str, str]] = None) -> McpPromptResult:
-        """Fill in prompt ``name`` with ``arguments`` and return it as messages.
-
-        Args:
-            name: the prompt's name.
-            arguments: its arguments; MCP prompt arguments are strings.
-
-        Raises:
-            McpError: the server answered with an error (unknown prompt,
-                missing argument...).
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.get_prompt`."""
         params: Dict[str, Any] = {"name": _text("name", name)}
         if arguments:
             params["arguments"] = {str(key): str(value) for key, value in arguments.items()}
@@ -189,21 +146,7 @@ class ServerFeatures:
         value: str,
         context: Optional[Mapping[str, str]] = None,
     ) -> List[str]:
-        """Ask the server to complete ``value`` for one argument of a prompt or resource template.
-
-        Args:
-            ref: ``("prompt", name)`` or ``("resource", uri_template)``.
-            argument: the argument being completed.
-            value: what the user typed so far.
-            context: values of the other arguments, by name.
-
-        Returns:
-            The server's suggestions (at most 100, by the protocol).
-
-        Raises:
-            ValueError: ``ref`` is not one of the two forms.
-            McpError: the server answered with an error.
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.complete`."""
         params: Dict[str, Any] = {
             "ref": _ref(ref),
             "argument": {"name": _text("argument", argument), "value": str(value)},
@@ -217,40 +160,15 @@ class ServerFeatures:
     # -- logging, ping, roots -------------------------------------------------
 
     def set_logging_level(self, level: Union[str, int]) -> None:
-        """Ask the server to send log messages at ``level`` and above.
-
-        They go to the logger ``agcore_sync.mcp.server.<server name>`` at
-        the matching :mod:`logging` level (debug, info; notice and warning:
-        WARNING; error; critical, alert, emergency: CRITICAL).
-
-        Args:
-            level: an MCP level name (``"debug"`` ... ``"emergency"``) or a
-                :mod:`logging` level number (``logging.INFO``...).
-
-        Raises:
-            ValueError: an unknown level.
-            McpError: the server answered with an error (no ``logging`` capability).
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.set_logging_level`."""
         self._request("logging/setLevel", {"level": _mcp_level(level)})
 
     def ping(self) -> None:
-        """Check that the server answers (``ping``).
-
-        Raises:
-            McpTimeoutError: no answer within the client's timeout.
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.ping`."""
         self._request("ping", None)
 
     def set_roots(self, roots: Sequence[Mapping[str, Any]]) -> None:
-        """Replace the roots answered to ``roots/list`` and send ``notifications/roots/list_changed``.
-
-        Args:
-            roots: ``{"uri": ..., "name": ...}`` dicts.
-
-        Raises:
-            ValueError: the client was created without ``roots`` (the
-                capability was not declared).
-        """
+        """See :meth:`~agcore_sync.mcp.client.session.McpClient.set_roots`."""
         self._replace_roots([dict(root) for root in roots])
 
 
@@ -280,13 +198,3 @@ def _mcp_level(level: Union[str, int]) -> str:
         return chosen
     raise ValueError(f"level must be one of {', '.join(MCP_LOG_LEVELS)} or a logging level number, got {level!r}")
 
-
-def delegate(name: str) -> Callable[..., Any]:
-    """Return a method that calls ``self._features.<name>``, with :class:`ServerFeatures`' docstring and signature."""
-    target = getattr(ServerFeatures, name)
-
-    @functools.wraps(target)
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self._features, name)(*args, **kwargs)
-
-    return method

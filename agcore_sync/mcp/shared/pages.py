@@ -17,12 +17,11 @@ MAX_PAGES = 1000
 
 
 def fetch_all(
-    request: Callable[..., Dict[str, Any]],
+    request: Callable[[str, Optional[Dict[str, Any]]], Dict[str, Any]],
     method: str,
     key: str,
     server_name: str,
     *,
-    timeout: Optional[float],
     params: Optional[Dict[str, Any]] = None,
 ) -> List[Dict[str, Any]]:
     """Return every object of ``result[key]`` over all pages of ``method``.
@@ -40,7 +39,7 @@ def fetch_all(
         page_params = dict(params or {})
         if cursor is not None:
             page_params["cursor"] = cursor
-        result = request(method, page_params or None, timeout=timeout)
+        result = request(method, page_params or None)
         page = result.get(key)
         items.extend(item for item in (page if isinstance(page, list) else ()) if isinstance(item, dict))
         cursor = result.get("nextCursor")

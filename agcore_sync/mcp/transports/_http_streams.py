@@ -13,18 +13,19 @@ whose response has arrived, after which the server ends it) gives its
 connection back to the session's pool, as the providers' streams do; a cut or
 stopped one closes it.
 
-The transport owns these threads; :class:`StreamReading` is the part of it
-that runs them (a mixin, so the transport module stays about sending).
+The transport owns a :class:`StreamReaders` per session, which owns these
+threads: it gets from the transport, as arguments, only what reading needs
+(the URL, the ``requests`` session, the size bound, and callables for the
+request headers, the error of an HTTP status and the delivery of messages).
 """
 
 from __future__ import annotations
 
-import abc
 import itertools
 import json
 import threading
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import requests
 
@@ -112,46 +113,97 @@ def content_type(response: requests.Response) -> str:
     return response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
 
 
-class StreamReading(abc.ABC):
-    """The stream-reading half of :class:`~agcore_sync.mcp.transports.http.HttpTransport`.
+class StreamReaders:
+    """The SSE reader threads of one session of an :class:`~agcore_sync.mcp.transports.http.HttpTransport`.
 
-    It starts, runs, resumes and forgets reader threads; the transport
-    provides the attributes and hooks declared below.
+    Owned by the transport (a restarted transport makes a new one for the
+    new session); it starts, runs, resumes and forgets reader threads, and
+    :meth:`close` stops and joins them.
+
+    Args:
+        url: the server's endpoint.
+        session: the transport's ``requests`` session (its connection pool).
+        max_message_size: the largest SSE event accepted, in characters.
+        listen: whether :meth:`start_listener` opens the GET stream.
+        headers: ``headers(accept, with_session=True)``, the headers of a
+            request to the server.
+        status_error: ``status_error(response, what, had_session)``, the
+            JSON-RPC error of an HTTP error status (raises
+            :class:`~agcore_sync.tools.error.McpConnectionError` when the
+            session is lost).
+        deliver: ``deliver(message)`` hands one server message to the client.
+        deliver_error: ``deliver_error(request_id, message, code=...)`` fails
+            one request with a JSON-RPC error.
     """
 
-    url: str
-    listen: bool
-    max_message_size: int
-    _session: requests.Session
-    _lock: threading.Lock
-    _closed: bool
-    _lost: Optional[McpConnectionError]
-    _streams: Dict[int, Stream]
-    _threads: Set[threading.Thread]
-    _listening: bool
-    _listener_settled: threading.Event
+    def __init__(
+        self,
+        url: str,
+        session: requests.Session,
+        max_message_size: int,
+        *,
+        listen: bool,
+        headers: Callable[..., Dict[str, str]],
+        status_error: Callable[[requests.Response, str, bool], Dict[str, Any]],
+        deliver: Callable[[Any], None],
+        deliver_error: Callable[..., None],
+    ) -> None:
+        self.url = url
+        self.max_message_size = max_message_size
+        self.listen = listen
+        self._session = session
+        self._headers = headers
+        self._status_error = status_error
+        self._deliver = deliver
+        self._deliver_error = deliver_error
+        self._lock = threading.Lock()
+        #: Stopped (the transport closed, restarted or lost its session): no new reader starts.
+        self._stopped = False
+        self._streams: Dict[int, Stream] = {}
+        self._threads: Set[threading.Thread] = set()
+        self._listening = False
+        # Set once the GET stream's first attempt is settled (open, refused or given up).
+        self._listener_settled = threading.Event()
 
-    @abc.abstractmethod
-    def _headers(self, accept: str, *, with_session: bool = True) -> Dict[str, str]:
-        """Return the headers of a request to the server. (provided by the transport)."""
+    def read_answer(self, stream: Stream, response: requests.Response) -> None:
+        """Read a POST's SSE answer on a reader thread (resumed with GET when it drops)."""
+        self._spawn("sse", self._run_post_stream, stream, response)
 
-    @abc.abstractmethod
-    def _status_error(self, response: requests.Response, what: str, had_session: bool) -> Dict[str, Any]:
-        """Return the JSON-RPC error for an HTTP error status. (provided by the transport)."""
+    def stop_request(self, request_id: Any) -> None:
+        """Stop reading the stream of ``request_id`` (after ``notifications/cancelled``)."""
+        if request_id is None:
+            return
+        with self._lock:
+            streams = [s for s in self._streams.values() if s.request_id == request_id]
+        for stream in streams:
+            stream.stop()
 
-    @abc.abstractmethod
-    def _deliver(self, message: Any) -> None:
-        """Hand one server message to the client. (provided by the transport)."""
+    def stop(self) -> None:
+        """Stop every stream (their readers end by themselves) and start no new one; any thread, idempotent."""
+        with self._lock:
+            self._stopped = True
+            streams = list(self._streams.values())
+        self._listener_settled.set()
+        for stream in streams:
+            stream.stop()
 
-    @abc.abstractmethod
-    def _deliver_error(self, request_id: Any, message: str, *, code: int = CONNECTION_CLOSED) -> None:
-        """Fail one request with a JSON-RPC error. (provided by the transport)."""
+    def close(self, join_timeout: float) -> None:
+        """Stop every stream and join each reader within ``join_timeout``; idempotent, never raises."""
+        self.stop()
+        with self._lock:
+            threads = list(self._threads)
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not current:
+                thread.join(join_timeout)
+                if thread.is_alive():
+                    logger.warning("MCP HTTP reader %s did not stop within %ss", thread.name, join_timeout)
 
     def _spawn(self, role: str, target: Any, stream: Stream, response: Optional[requests.Response]) -> None:
         thread = threading.Thread(target=self._reader_main, args=(target, stream, response),
                                   name=f"agcore-mcp-{role}-{next(_thread_ids)}", daemon=True)
         with self._lock:
-            if self._closed or self._lost is not None:
+            if self._stopped:
                 if response is not None:
                     close_quietly(response)
                 if stream.request_id is None:
@@ -173,7 +225,7 @@ class StreamReading(abc.ABC):
                 self._streams.pop(id(stream), None)
                 self._threads.discard(threading.current_thread())
 
-    def _start_listener(self) -> None:
+    def start_listener(self) -> None:
         """Open the GET stream and wait (bounded) until it is open or refused.
 
         Waiting matters: a server drops what it sends outside a request while

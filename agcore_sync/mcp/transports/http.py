@@ -61,7 +61,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Dict, Mapping, Optional, Set
+from typing import Any, Dict, Mapping, Optional
 
 import requests
 
@@ -80,7 +80,7 @@ from agcore_sync.mcp.transports._http_streams import (
     LISTEN_READY_TIMEOUT,
     MAX_EMPTY_RECONNECTS,
     Stream,
-    StreamReading,
+    StreamReaders,
     content_type,
 )
 from agcore_sync.mcp.transports.base import DEFAULT_MAX_MESSAGE_SIZE, ClosedHandler, MessageHandler, Transport
@@ -117,7 +117,7 @@ ERROR_BODY_LIMIT = 2000
 _ACCEPT_POST = "application/json, text/event-stream"
 
 
-class HttpTransport(StreamReading, Transport):
+class HttpTransport(Transport):
     """MCP Streamable HTTP over ``requests``: one POST per message, SSE answers, resumption.
 
     The transport belongs to one :class:`McpClient`, which calls
@@ -186,11 +186,8 @@ class HttpTransport(StreamReading, Transport):
         self.session_id: Optional[str] = None
         #: The negotiated protocol version, sent as ``MCP-Protocol-Version``.
         self.protocol_version: Optional[str] = None
-        self._streams: Dict[int, Stream] = {}
-        self._threads: Set[threading.Thread] = set()
-        self._listening = False
-        # Set once the GET stream's first attempt is settled (open, refused or given up).
-        self._listener_settled = threading.Event()
+        #: The reader threads of the current session's SSE streams.
+        self._readers = self._new_readers()
 
     def __repr__(self) -> str:
         return f"HttpTransport(url={self.url!r})"
@@ -213,33 +210,24 @@ class HttpTransport(StreamReading, Transport):
             if self._closed:
                 raise McpConnectionError(f"MCP server at {self.url}: the transport is closed")
             restarted = self._on_message is not None
-            streams = list(self._streams.values())
-            threads = list(self._threads)
+            readers = self._readers
         if restarted:
-            self._end_session_readers(streams, threads)
+            readers.close(JOIN_TIMEOUT)
         with self._lock:
             if self._closed:
                 raise McpConnectionError(f"MCP server at {self.url}: the transport is closed")
             if restarted:
-                self._streams = {}
-                self._threads = set()
+                self._readers = self._new_readers()
                 self._lost = None
                 self.session_id = None
-                self._listening = False
-                self._listener_settled = threading.Event()
             self._on_message = on_message
             self._on_closed = on_closed
 
-    def _end_session_readers(self, streams: Any, threads: Any) -> None:
-        """Stop the session's streams and join their readers, each within :data:`JOIN_TIMEOUT`."""
-        for stream in streams:
-            stream.stop()
-        current = threading.current_thread()
-        for thread in threads:
-            if thread is not current:
-                thread.join(JOIN_TIMEOUT)
-                if thread.is_alive():
-                    logger.warning("MCP HTTP reader %s did not stop within %ss", thread.name, JOIN_TIMEOUT)
+    def _new_readers(self) -> StreamReaders:
+        return StreamReaders(
+            self.url, self._session, self.max_message_size, listen=self.listen, headers=self._headers,
+            status_error=self._status_error, deliver=self._deliver, deliver_error=self._deliver_error,
+        )
 
     def set_protocol_version(self, version: Optional[str]) -> None:
         """Send ``MCP-Protocol-Version: version`` (and on 2026-07-28 ``Mcp-Method``) from now on; None: none."""
@@ -293,7 +281,7 @@ class HttpTransport(StreamReading, Transport):
         if not is_request:
             self._finish_one_way(response, what, "Mcp-Session-Id" in headers)
             if method == "notifications/initialized":
-                self._start_listener()
+                self._readers.start_listener()
             elif method == "notifications/cancelled":
                 self._stop_stream_of(message.get("params"))
             return
@@ -309,10 +297,8 @@ class HttpTransport(StreamReading, Transport):
             if self._closed:
                 return
             self._closed = True
-            streams = list(self._streams.values())
-            threads = list(self._threads)
-        self._listener_settled.set()
-        self._end_session_readers(streams, threads)
+            readers = self._readers
+        readers.close(JOIN_TIMEOUT)
         if self.session_id is not None and self._lost is None:
             self._delete_session()
         if self._owns_session:
@@ -397,8 +383,7 @@ class HttpTransport(StreamReading, Transport):
             release(response)  # the answer will come on the GET stream
             return
         if kind == "text/event-stream":
-            stream = Stream(request_id, deadline)
-            self._spawn("sse", self._run_post_stream, stream, response)
+            self._readers.read_answer(Stream(request_id, deadline), response)
             return
         try:
             text = read_limited(response, self.max_message_size)
@@ -457,11 +442,7 @@ class HttpTransport(StreamReading, Transport):
         """After ``notifications/cancelled``: stop reading the cancelled request's stream."""
         if not isinstance(params, dict):
             return
-        request_id = params.get("requestId")
-        with self._lock:
-            streams = [s for s in self._streams.values() if s.request_id == request_id and request_id is not None]
-        for stream in streams:
-            stream.stop()
+        self._readers.stop_request(params.get("requestId"))
 
     # -- delivering ---------------------------------------------------------
 
@@ -487,14 +468,11 @@ class HttpTransport(StreamReading, Transport):
             if self._lost is not None or self._closed:
                 return
             self._lost = error
-            streams = list(self._streams.values())
+            readers = self._readers
             handler = self._on_closed
-        for stream in streams:
-            stream.stop()
+        readers.stop()
         if handler is not None:
             try:
                 handler(error)
             except Exception:  # noqa: BLE001 - a handler bug must not kill a reader
                 logger.exception("MCP closed handler failed")
-
-    # -- reader threads -----------------------------------------------------

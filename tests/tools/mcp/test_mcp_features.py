@@ -31,11 +31,11 @@ def test_every_list_follows_next_cursor_to_the_end(open_client, raw_server):
 
 
 def test_a_server_repeating_a_cursor_is_an_error_not_a_loop():
-    def request(method: str, params: Optional[Dict[str, Any]], *, timeout: Any) -> Dict[str, Any]:
+    def request(method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         return {"resources": [{"uri": "x://1"}], "nextCursor": "again"}
 
     with pytest.raises(McpError, match="repeated"):
-        fetch_all(request, "resources/list", "resources", "loop", timeout=None)
+        fetch_all(request, "resources/list", "resources", "loop")
 
 
 # -- one broken tool does not sink the turn ---------------------------------------------
