@@ -80,6 +80,7 @@ _EXPORTS: Dict[str, str] = {
     "MockStream": "agcore_sync.llm.mock",
     "OpenAIProvider": "agcore_sync.llm.openai",
     "OpenAIResponsesProvider": "agcore_sync.llm.responses",
+    "GeminiProvider": "agcore_sync.llm.gemini",
     "AuthenticationError": "agcore_sync.llm.errors",
     "LlmConnectionError": "agcore_sync.llm.errors",
     "LlmError": "agcore_sync.llm.errors",
@@ -244,6 +245,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolExecutionStarted,
     )
     from agcore_sync.llm.fallback import FallbackProvider  # noqa: F401
+    from agcore_sync.llm.gemini import GeminiProvider  # noqa: F401
     from agcore_sync.llm.media import DocumentBlock, ImageBlock  # noqa: F401
     from agcore_sync.llm.mock import MockProvider, MockStream  # noqa: F401
     from agcore_sync.llm.openai import OpenAIProvider  # noqa: F401

@@ -156,7 +156,7 @@ class _OtelObserver(_instrument.Observer):
         from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
         from opentelemetry.semconv.attributes import error_attributes, server_attributes
 
-        from agcore_sync import __version__
+        from agcore_sync._version import __version__
 
         self._context, self._trace, self._propagate = context, trace, propagate
         self._g, self._mcp, self._network, self._rpc = gen_ai, mcp, network, rpc

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/bench_stream.py [--chunks 20000] [--repeats 7] [--framing chunked|close]
-                                      [--api chat|responses|bedrock]
+                                      [--api chat|responses|gemini|bedrock]
 
 ``--api bedrock`` compares parsing a ConverseStream body (AWS event-stream
 frames) by our decoder with botocore's ``EventStream``, in the same run (see
@@ -14,6 +14,13 @@ frames) by our decoder with botocore's ``EventStream``, in the same run (see
 stream (``response.created``, the message item, ``response.output_text.delta``
 events, ``response.completed`` with usage), the raw readers parsing the same
 bytes.
+
+``--api gemini`` streams a recorded-shape Gemini
+``streamGenerateContent?alt=sse`` body (``GenerateContentResponse`` chunks
+framed with ``\r\n\r\n``, the last with ``finishReason``) through
+``GeminiProvider.chat_stream`` and, in the same run, through google-genai's
+own iterator (``client.models.generate_content_stream``, test extra), and
+prints ours / google-genai.
 
 A local HTTP server on 127.0.0.1 (a thread of this process) serves one
 recorded-shape Chat Completions stream: a role chunk, content deltas of a few
@@ -144,6 +151,59 @@ def read_ours_responses(port: int) -> Tuple[int, int]:
     return events, -1
 
 
+def build_gemini_body(n_chunks: int, framing: str) -> Tuple[bytes, int]:
+    """Return a Gemini SSE stream body (chunk-framed if asked) and the number of JSON chunks in it."""
+    def chunk(text: str, finish: bool = False, done: int = 0) -> bytes:
+        candidate = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+        usage = {"promptTokenCount": 20, "totalTokenCount": 20 + done,
+                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 20}]}
+        if finish:
+            candidate["finishReason"] = "STOP"
+            usage["candidatesTokenCount"] = done
+        data = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-2.5-flash",
+                "responseId": "BENCHh2ouaPj5Dq6Oz7IP9dfQ0Ak"}
+        return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\r\n\r\n"
+
+    events = [chunk(_WORDS[i % len(_WORDS)]) for i in range(n_chunks - 1)]
+    events.append(chunk(".", finish=True, done=n_chunks))
+    if framing == "chunked":
+        body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+    else:
+        body = b"".join(events)
+    return body, len(events)
+
+
+def read_ours_gemini(port: int) -> Tuple[int, int]:
+    """Stream through GeminiProvider; return (events, wire chunks seen)."""
+    from agcore_sync.llm.gemini import GeminiProvider
+
+    provider = GeminiProvider("gemini-2.5-flash", api_key="x", base_url=f"http://127.0.0.1:{port}")
+    request = MessageRequest(model=None, messages=(Message.user("Tell me a long story."),))
+    events = 0
+    try:
+        for _ in provider.chat_stream(request):
+            events += 1
+    finally:
+        provider.close()
+    return events, -1
+
+
+def read_google_genai(port: int) -> Tuple[int, int]:
+    """Stream through google-genai's own iterator; return (0, chunks it yielded)."""
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="x", http_options=types.HttpOptions(base_url=f"http://127.0.0.1:{port}",
+                                                                      api_version="v1beta"))
+    chunks = 0
+    try:
+        for _ in client.models.generate_content_stream(model="gemini-2.5-flash", contents="Tell me a long story."):
+            chunks += 1
+    finally:
+        client.close()
+    return 0, chunks
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _BenchServer
@@ -266,8 +326,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--chunks", type=int, default=20_000, help="JSON chunks in the stream (default 20000)")
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per reader (default 7)")
     parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
-    parser.add_argument("--api", choices=("chat", "responses", "bedrock"), default="chat",
-                        help="Chat Completions (OpenAIProvider) or the Responses API (OpenAIResponsesProvider); "
+    parser.add_argument("--api", choices=("chat", "responses", "gemini", "bedrock"), default="chat",
+                        help="Chat Completions (OpenAIProvider), the Responses API (OpenAIResponsesProvider), "
+                             "Gemini (GeminiProvider, compared with google-genai); "
                              "bedrock: event-stream parsing, ours against botocore's EventStream")
     args = parser.parse_args(argv)
     if args.api == "bedrock":
@@ -278,6 +339,9 @@ def main(argv: List[str]) -> int:
     if args.api == "responses":
         body, n_json = build_responses_body(args.chunks, args.framing)
         ours_name, ours_read = "ours (OpenAIResponsesProvider)", read_ours_responses
+    elif args.api == "gemini":
+        body, n_json = build_gemini_body(args.chunks, args.framing)
+        ours_name, ours_read = "ours (GeminiProvider.chat_stream)", read_ours_gemini
     else:
         body, n_json = build_body(args.chunks, args.framing)
         ours_name, ours_read = "ours (OpenAIProvider.chat_stream)", read_ours
@@ -288,6 +352,8 @@ def main(argv: List[str]) -> int:
         "raw requests iter_lines": read_raw_lines,
         "raw requests read+split": read_raw_split,
     }
+    if args.api == "gemini":
+        readers["google-genai generate_content_stream"] = read_google_genai
     times: Dict[str, List[float]] = {name: [] for name in readers}
     cpu: Dict[str, List[float]] = {name: [] for name in readers}
     counts: Dict[str, Tuple[int, int]] = {}
@@ -309,7 +375,8 @@ def main(argv: List[str]) -> int:
         if raw_chunks not in (-1, n_json):
             raise RuntimeError(f"{name} saw {raw_chunks} chunks, the body has {n_json}")
 
-    what = "Responses API events" if args.api == "responses" else "chat.completion.chunk objects + [DONE]"
+    what = {"responses": "Responses API events", "gemini": "Gemini GenerateContentResponse chunks"}.get(
+        args.api, "chat.completion.chunk objects + [DONE]")
     print(f"stream: {n_json} {what}, {len(body) / 1e6:.2f} MB, "
           f"framing={args.framing}, {args.repeats} interleaved runs each, medians shown")
     print(f"python {sys.version.split()[0]}, requests {requests.__version__}")
@@ -342,6 +409,10 @@ def main(argv: List[str]) -> int:
     print("reader-thread CPU time (time.thread_time), medians: " + ", ".join(
         f"{name.split(' (')[0]} {statistics.median(cpu[name]):.4f} s" for name in readers))
     print(f"ratio ours / faster raw by CPU time (chunks per CPU-second): {cpu_ratio:.2f}")
+    sdk = "google-genai generate_content_stream"
+    if sdk in readers:
+        print(f"ratio ours / google-genai (chunks/s): {ours / rates[sdk]:.2f}, by CPU time: "
+              f"{cpu_rates[ours_name] / cpu_rates[sdk]:.2f}  (goal 1.5)")
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(f"peak RSS of this process: {peak_kb / 1024:.1f} MiB")
     return 0

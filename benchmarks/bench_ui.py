@@ -88,9 +88,10 @@ def ag_ui(events: List[Any]) -> int:
 
 
 def timed(fn: Callable[[List[Any]], int], events: List[Any]) -> float:
-    start = time.perf_counter()
+    # CPU time of this thread: the work is CPU-bound, and other processes on a shared machine do not count.
+    start = time.thread_time()
     fn(events)
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 def main() -> None:

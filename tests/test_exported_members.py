@@ -32,6 +32,7 @@ EXPORTED |= {"OutputSchema", "OutputValidationError", "OutputRefusedError", "ant
 EXPORTED |= {"ImageBlock", "DocumentBlock"}
 EXPORTED |= {"UsageLimits", "UsageLimitExceeded", "RunUsage"}  # limits; instrument() is in agcore_sync.telemetry
 EXPORTED |= {"OpenAIResponsesProvider"}
+EXPORTED |= {"GeminiProvider"}
 EXPORTED |= {"McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt", "McpPromptArgument",
              "McpPromptResult", "sampling_handler_for", "McpResourceTool"}
 EXPORTED |= {"Approve", "Defer", "ApprovalRequired", "ToolApprovalRequest", "PausedTurn", "TurnPausedError",

@@ -31,11 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Bound on one linter run (it takes well under a second).
 LINT_TIMEOUT = 120.0
 
-pytestmark = pytest.mark.skipif(
-    sys.version_info < (3, 10),
-    reason="import-linter with acyclic_siblings contracts needs Python >= 3.10 (test extra)",
-)
-
 _LINT = (
     "import sys\n"
     "from importlinter.cli import lint_imports\n"

@@ -11,11 +11,11 @@ __all__ = ["EndedTurns"]
 
 
 class EndedTurns:
-    """The final response of every ended turn (by identity, held weakly) and every response of the last one.
+    """Every response of every ended turn (by identity, held weakly) and the last turn's (by equality too).
 
-    A seed-style caller passes the response it got back, or a copy of it
-    (rebuilt from the events, or through ``to_dict``): the last turn's
-    responses are also matched by equality.
+    A seed-style caller passes the response it got back (any round's, of any
+    ended turn), or a copy of one of the last turn's (rebuilt from the
+    events, or through ``to_dict``): both name a turn that already ended.
     """
 
     def __init__(self) -> None:
@@ -30,6 +30,8 @@ class EndedTurns:
         """Record a turn that ended with ``final`` after receiving ``responses``."""
         if final is not None:
             self.add_final(final)
+        for response in responses:
+            self.add_final(response)
         self._last = tuple(responses)
 
     def __contains__(self, response: MessageResponse) -> bool:

@@ -7,11 +7,11 @@ stored data by the same rules and with the same messages.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any, Dict, Optional
 
+from agcore_sync._http import peer_json
 from agcore_sync.agent.errors import SessionConflictError, SessionStoreError
 
 __all__ = [
@@ -80,7 +80,11 @@ def encode_data(session_id: str, data: Any) -> str:
             raise TypeError(f"data for session {session_id!r} must be a mapping (AgentSession.to_dict()), "
                             f"not {type(data).__name__}") from None
     try:
-        return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return peer_json.dumps(data, max_depth=peer_json.DOCUMENT_MAX_DEPTH, ensure_ascii=False,
+                               separators=(",", ":"))
+    except peer_json.TooDeep as exc:
+        raise SessionStoreError(f"session {session_id!r} cannot be saved: {exc}; nothing was written",
+                                session_id=session_id) from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"data for session {session_id!r} is not JSON-ready: {exc}") from exc
 
@@ -97,10 +101,9 @@ def decode_data(text: Any, *, session_id: str, where: str, path: Optional[str] =
     try:
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8")
-        data = json.loads(text)
-    except (TypeError, ValueError, RecursionError) as exc:
-        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise corrupt(session_id, f"not JSON: {detail}", where, path) from exc
+        data = peer_json.loads(text, allow_constants=True, max_depth=peer_json.DOCUMENT_MAX_DEPTH)
+    except (TypeError, ValueError) as exc:
+        raise corrupt(session_id, f"not JSON: {exc}", where, path) from exc
     if not isinstance(data, dict):
         raise corrupt(session_id, f"a JSON {type(data).__name__}, not an object", where, path)
     return data

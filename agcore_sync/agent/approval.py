@@ -13,13 +13,15 @@ this module holds the two rules it applies to one:
 - :func:`cancelled_record`: ``cancel_pending`` ends the turn without asking
   the model again: each waiting call gets an ``is_error`` result saying the
   turn was cancelled, and the turn ends once with all its usage.
+- :func:`load_paused`: a saved paused turn whose waiting calls disagree
+  with the calls that would run is refused with :class:`AgentError`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
-from agcore_sync.agent.errors import ApprovalDecisionError
+from agcore_sync.agent.errors import AgentError, ApprovalDecisionError
 from agcore_sync.hooks import Approve, Decision, Deny
 from agcore_sync.llm.types import Message
 from agcore_sync.loop.tool_loop import TurnRecord
@@ -29,7 +31,7 @@ from agcore_sync.tools.invocation import ToolInvocation
 if TYPE_CHECKING:  # pragma: no cover - loaded when a turn first pauses
     from agcore_sync.loop.pause import PausedTurn
 
-__all__ = ["check_decisions", "cancelled_record"]
+__all__ = ["check_decisions", "cancelled_record", "load_paused"]
 
 _HOW = ("give one Approve() or Deny(reason) per waiting call, keyed by its tool_call_id "
         "(session.pending_approvals lists them)")
@@ -60,6 +62,25 @@ def check_decisions(paused: PausedTurn, decisions: Any, turn_index: int) -> Dict
     if wrong:
         raise ApprovalDecisionError(f"decisions must be Approve() or Deny(reason); got {wrong}; {where}")
     return dict(decisions)
+
+
+def load_paused(data: Any) -> Optional[PausedTurn]:
+    """Return the paused turn saved as ``data`` (None for None).
+
+    Raises:
+        AgentError: its waiting calls disagree with the assistant message's
+            calls (a changed id, tool name or arguments, a call shown twice
+            or not at all): what the human approves must be what runs.
+        KeyError, TypeError: ``data`` is not a saved paused turn.
+    """
+    if data is None:
+        return None
+    from agcore_sync.loop.pause import PausedTurn, PausedTurnMismatch  # loaded for a paused turn only
+
+    try:
+        return PausedTurn.from_dict(data)
+    except PausedTurnMismatch as exc:
+        raise AgentError(f"AgentSession.from_dict: {exc}") from None
 
 
 def cancelled_record(paused: PausedTurn, reason: str) -> TurnRecord:

@@ -30,7 +30,7 @@ from agcore_sync.agent._ended_turns import EndedTurns
 from agcore_sync.agent._format import FORMAT_VERSION, check_document
 from agcore_sync.agent._store_mark import StoreMark, read_stored, unreadable
 from agcore_sync.agent._turn_scope import OpenTurn
-from agcore_sync.agent.approval import cancelled_record, check_decisions
+from agcore_sync.agent.approval import cancelled_record, check_decisions, load_paused
 from agcore_sync.agent.errors import AgentError, TurnNotPausedError, TurnPausedError
 from agcore_sync.agent.slots import SlotStore
 from agcore_sync.hooks import Decision, HookEvent, Hooks
@@ -436,8 +436,10 @@ class AgentSession:
         Reads ``format_version`` 1 (no paused turns) and 2.
 
         Raises:
-            AgentError: ``data`` is not a saved session, or its
-                ``format_version`` is newer than this version reads.
+            AgentError: ``data`` is not a saved session, its
+                ``format_version`` is newer than this version reads, it nests
+                too deep, or its paused turn's waiting calls disagree with
+                the calls that would run.
         """
         check_document(data)
         session = cls(provider, CycleConfig.from_dict(data["config"]), registry, data.get("system_prompt"),
@@ -447,9 +449,7 @@ class AgentSession:
         session.cost_so_far = Usage.from_dict(data["cost_so_far"])
         session._cost = data.get("cost_usd", 0.0)
         session.turn_index = int(data["turn_index"])
-        paused = data.get("paused_turn")
-        from agcore_sync.loop.pause import PausedTurn  # loaded for a paused turn only
-        session._paused = None if paused is None else PausedTurn.from_dict(paused)
+        session._paused = load_paused(data.get("paused_turn"))
         return session
 
     # -- stores -----------------------------------------------------------------

@@ -4,7 +4,9 @@
   runs on the built-in scripted demo model (no key, no network); with
   ``--provider openai|openai-responses|anthropic|bedrock --model M [--base-url URL]`` the same question
   and tools go to a real endpoint, the key read from ``OPENAI_API_KEY`` /
-  ``ANTHROPIC_API_KEY``. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
+  ``ANTHROPIC_API_KEY``; ``--provider gemini`` reads ``GOOGLE_API_KEY`` or
+  ``GEMINI_API_KEY``, ``--provider vertex`` ``GOOGLE_CLOUD_PROJECT`` /
+  ``GOOGLE_CLOUD_LOCATION`` and google-auth's default credentials. ``--mcp "COMMAND ARGS"`` (repeatable) adds the
   tools of an MCP server started over stdio.
   ``--output SPEC`` asks for structured output: SPEC is a JSON Schema file
   or ``module:Class`` (a dataclass, TypedDict, attrs or pydantic class
@@ -31,12 +33,13 @@ import json
 import logging
 import os
 import sys
-from typing import Any, List, Optional, TextIO
+from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from agcore_sync._version import __version__
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
 from agcore_sync.cli.demo import DEMO_QUESTION
 from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
+from agcore_sync.cli.providers import PROVIDERS
 from agcore_sync.cli.setup import MCP_CLI_REMEDY, CliError, Setup, build
 from agcore_sync.errors import AgcoreError
 from agcore_sync.mcp.client.session import RECONNECT_ADVICE
@@ -81,11 +84,14 @@ def _count(text: str) -> int:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parsers() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParser]]:
+    """Return the command's parser and its subcommands' parsers by name."""
     common = argparse.ArgumentParser(add_help=False)
     model = common.add_argument_group("model")
-    model.add_argument("--provider", choices=("openai", "openai-responses", "anthropic", "bedrock"),
-                       help="a real provider: OpenAI Chat Completions, the OpenAI Responses API, Anthropic or "
+    model.add_argument("--provider", choices=PROVIDERS,
+                       help="a real provider: OpenAI Chat Completions, the OpenAI Responses API, Anthropic, "
+                            "Gemini (GOOGLE_API_KEY or GEMINI_API_KEY), Vertex AI (GOOGLE_CLOUD_PROJECT, "
+                            "GOOGLE_CLOUD_LOCATION, google-auth credentials) or "
                             "Amazon Bedrock (AWS_BEARER_TOKEN_BEDROCK or AWS credentials, AWS_REGION) "
                             "(default: the built-in scripted demo model)")
     model.add_argument("--model", help="the model name, required with --provider")
@@ -117,9 +123,18 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--output", metavar="SPEC",
                       help="ask for structured output: a JSON Schema file, or module:Class (a dataclass, "
                            "TypedDict, attrs or pydantic class); the validated object is printed")
-    commands.add_parser("chat", parents=[common], help="an interactive session with tools",
-                        description="An interactive session: type a message, or /help for the commands.")
-    return parser
+    chat = commands.add_parser("chat", parents=[common], help="an interactive session with tools",
+                               description="An interactive session: type a message, or /help for the commands.")
+    return parser, {"demo": demo, "chat": chat}
+
+
+def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
+    """Parse ``argv``; an option a subcommand does not know is reported with that subcommand's usage."""
+    parser, subcommands = _parsers()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def _configure_output() -> None:
@@ -242,7 +257,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     .. versionadded:: 0.1.0
     """
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     _configure_output()
     _configure_logging(args.debug)
     out, err = sys.stdout, sys.stderr

@@ -23,6 +23,7 @@ import re
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from agcore_sync.cli.interrupt import TurnInterrupt
+from agcore_sync.cli.providers import provider_options
 from agcore_sync.llm.cost import Pricing
 from agcore_sync.llm.events import StreamEvent
 from agcore_sync.llm.media import ImageBlock
@@ -66,7 +67,7 @@ _HELP = (
     "I am the scripted demo model of agcore_sync, not a real language model. I understand: "
     "arithmetic such as 17 * 23 or 2 + 3; word counts of quoted text, as in: count the words in "
     '"to be or not to be"; the time in UTC; sleep 500 ms; and call TOOL {"arg": value} for any tool. '
-    "Connect a real model with --provider openai or --provider anthropic."
+    f"Connect a real model with {provider_options()}."
 )
 
 _NUMBER = r"-?\d+(?:\.\d+)?"

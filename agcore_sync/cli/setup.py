@@ -13,11 +13,13 @@ import argparse
 import contextlib
 import os
 import shlex
+import urllib.parse
 from typing import Any, List, Optional, Sequence
 
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.cli.demo import DEMO_MODEL, DEMO_PRICING, DemoProvider, demo_tools
 from agcore_sync.cli.interrupt import TurnInterrupt
+from agcore_sync.cli.providers import OPENAI_COMPATIBLE, provider_options
 from agcore_sync.llm.errors import LlmConnectionError, LlmTimeoutError
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig
@@ -132,15 +134,19 @@ def build(args: argparse.Namespace, stack: contextlib.ExitStack) -> Setup:
 def _provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
     if args.provider is None:
         if args.model or args.base_url:
-            raise CliError("--model and --base-url need --provider openai, anthropic or bedrock")
+            raise CliError(f"--model and --base-url need {provider_options()}")
         return DemoProvider(), "the built-in scripted demo model (no key, no network)", DEMO_PRICING
     if args.provider == "bedrock":
         return _bedrock(args, stack)
+    if args.provider in ("gemini", "vertex"):
+        return _google_provider(args, stack)
     key_name, url_name = _KEYS[args.provider]
     if not args.model:
         example = "claude-sonnet-4-5" if args.provider == "anthropic" else "gpt-4o-mini"
         raise CliError(f"--provider {args.provider} needs --model (for example --model {example})")
     base_url = args.base_url or os.environ.get(url_name) or None
+    if base_url is not None:
+        _check_base_url(args.provider, base_url, "--base-url" if args.base_url else url_name)
     if not os.environ.get(key_name) and base_url is None:
         raise CliError(f"--provider {args.provider} needs {key_name} in the environment "
                        "(or --base-url for a local server that needs no key)")
@@ -173,6 +179,50 @@ def _bedrock(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         raise CliError(f"--provider bedrock: {exc}") from None
     stack.callback(provider.close)
     return provider, f"{args.model} via bedrock at {provider.base_url}", None
+
+
+def _google_provider(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
+    """Build a GeminiProvider for ``--provider gemini`` (an API key) or ``vertex`` (project, google-auth)."""
+    from agcore_sync.llm.gemini import GeminiProvider
+
+    if not args.model:
+        raise CliError(f"--provider {args.provider} needs --model (for example --model gemini-2.5-flash)")
+    vertex = args.provider == "vertex"
+    if vertex and not os.environ.get("GOOGLE_CLOUD_PROJECT"):
+        raise CliError("--provider vertex needs GOOGLE_CLOUD_PROJECT in the environment (and GOOGLE_CLOUD_LOCATION, "
+                       "default global; credentials from `gcloud auth application-default login` or "
+                       "GOOGLE_APPLICATION_CREDENTIALS)")
+    if not vertex and not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")) \
+            and not args.base_url:
+        raise CliError("--provider gemini needs GOOGLE_API_KEY or GEMINI_API_KEY in the environment "
+                       "(or --base-url for a local server that needs no key)")
+    api_key = None if vertex or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY") else ""
+    provider = GeminiProvider(args.model, api_key=api_key, base_url=args.base_url or None, timeout=args.timeout,
+                              vertex=vertex)
+    stack.callback(provider.close)
+    return provider, f"{args.model} via {args.provider} at {provider.base_url}", None
+
+
+def _check_base_url(provider: str, url: str, given_as: str) -> None:
+    """Raise CliError (a usage mistake) unless ``url`` is an http(s) URL with a host.
+
+    The hint writes the URL in full; for the OpenAI-compatible providers it
+    ends in ``/v1``, where such servers (Ollama, vLLM, llama.cpp) serve the API.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return
+    if parts.scheme and parts.netloc:
+        raise CliError(f"{given_as} {url!r} must be an http:// or https:// URL")
+    example = "http://" + url.lstrip("/").rstrip("/")
+    hint = ""
+    if provider in OPENAI_COMPATIBLE:
+        if not example.endswith("/v1"):
+            example += "/v1"
+        hint = " (OpenAI-compatible servers such as Ollama, vLLM and llama.cpp serve the API under /v1)"
+    joint = " " if given_as.startswith("--") else "="  # an option, or an environment variable
+    raise CliError(f"{given_as}{joint}{url!r} has no http:// or https:// scheme; write it in full, "
+                   f"e.g. {given_as}{joint}{example}{hint}")
 
 
 def _add_mcp_server(spec: str, number: int, registry: ToolRegistry, stack: contextlib.ExitStack, timeout: float,

@@ -11,6 +11,8 @@ sends them).
   are merged); ``tool`` messages are ``user`` messages of ``toolResult``
   blocks, whose ``status`` (``success`` / ``error``) is sent for Anthropic
   Claude and Amazon Nova model ids only (:func:`takes_tool_status`).
+- A text block that is empty or whitespace only is left out (Converse
+  refuses it as blank); a message left with no block is left out too.
 - Reasoning goes back as ``reasoningContent`` only when Bedrock made it
   (origin ``aws-bedrock``, see :mod:`agcore_sync.llm._thinking_origin`):
   ``reasoningText`` with its ``signature``, or ``redactedContent``.
@@ -255,7 +257,9 @@ def _thinking_to_wire(block: ThinkingBlock) -> Optional[Dict[str, Any]]:
 
 def _block_to_wire(block: ContentBlock, with_status: bool, used: Dict[str, int]) -> Optional[Dict[str, Any]]:
     if isinstance(block, TextBlock):
-        return {"text": block.text} if block.text else None  # Converse refuses blank text
+        # Converse refuses a blank text block, whitespace-only too ("\n\n" before a tool call,
+        # as some OpenAI-compatible servers send it): such a block is left out.
+        return {"text": block.text} if block.text.strip() else None
     if isinstance(block, ToolUseBlock):
         tool_input = block.input if isinstance(block.input, dict) else {}
         return {"toolUse": {"toolUseId": wire_tool_id(block.id), "name": block.name, "input": tool_input}}

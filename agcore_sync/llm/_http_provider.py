@@ -26,9 +26,10 @@ import requests
 import urllib3.exceptions
 
 from agcore_sync import _check, _instrument
-from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader
+from agcore_sync._http import peer_json
+from agcore_sync._http.body import TRANSPORT_ERRORS, BodyReader, BodyTooLarge, read_limited
 from agcore_sync._http.connection import new_session
-from agcore_sync._http.masking import Masker
+from agcore_sync._http.masking import Masker, masked_url
 from agcore_sync.llm import _response_headers
 from agcore_sync.llm.cost import PricingArg
 from agcore_sync.llm.errors import (
@@ -49,9 +50,16 @@ if TYPE_CHECKING:  # pragma: no cover - the stream modules load with the first s
     from agcore_sync.llm._stream_translator import StreamTranslator
     from agcore_sync.llm.events import StreamEvent
 
-__all__ = ["HttpProvider", "error_for_status", "parse_retry_after"]
+__all__ = ["HttpProvider", "error_for_status", "parse_retry_after", "ERROR_BODY_LIMIT", "ERROR_QUOTE_CHARS"]
 
 logger = _instrument.get_logger("agcore_sync.llm")
+
+#: The most bytes of an HTTP error body read; the rest is discarded (with
+#: its connection), so a peer answering 500 with a huge body costs nothing.
+ERROR_BODY_LIMIT = 64 * 1024
+
+#: The most characters of an error body an error message quotes.
+ERROR_QUOTE_CHARS = 2000
 
 
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
@@ -91,9 +99,9 @@ def _error_detail(body: Any) -> str:
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
+            return error["message"][:ERROR_QUOTE_CHARS]
         if isinstance(error, str):
-            return error
+            return error[:ERROR_QUOTE_CHARS]
     if isinstance(body, str):
         return body[:300]
     return ""
@@ -103,7 +111,7 @@ def _parses(data: str) -> bool:
     if data.strip() == "[DONE]":
         return True
     try:
-        json.loads(data)
+        peer_json.loads(data, allow_constants=True)
     except ValueError:
         return False
     return True
@@ -138,6 +146,13 @@ class HttpProvider(LlmProvider):
     max_event_size: int = 32 * 1024 * 1024  # _http.sse.DEFAULT_MAX_EVENT_SIZE; not imported: the parser loads
     # with the first stream (tests/hardening/test_bounded_memory.py checks that the two agree)
 
+    #: The most bytes of a non-streamed response body (32 MiB by default,
+    #: like :attr:`max_event_size`). A longer body (or one declaring a longer
+    #: ``Content-Length``) raises :class:`ResponseParseError` once that much
+    #: has been read; memory stays within about twice this. Set it on a
+    #: provider, or a subclass, to change it.
+    max_response_size: int = 32 * 1024 * 1024
+
     def __init__(
         self,
         model: Optional[str],
@@ -157,16 +172,17 @@ class HttpProvider(LlmProvider):
         _check.str_mapping(owner, "extra_headers", extra_headers)
         self.model = model
         self._api_key = api_key or None
-        self._masker = Masker(self._api_key)
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._owns_session = session is None
         self.session = session if session is not None else new_session()
         self.extra_headers = dict(extra_headers or {})
+        # The key, a password in base_url's userinfo, credential headers: masked alike everywhere.
+        self._masker = Masker.of(self._api_key, self.base_url, self.extra_headers)
         self.pricing = pricing
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={masked_url(self.base_url)!r})"
 
     def close(self) -> None:
         """Close the ``requests.Session`` if this provider created it."""
@@ -197,11 +213,11 @@ class HttpProvider(LlmProvider):
             headers["Accept"] = self.stream_accept
         data = json.dumps(body)
         headers = self._sign(url, data, headers)
-        logger.debug("POST %s model=%s stream=%s", url, body.get("model"), stream)
+        logger.debug("POST %s model=%s stream=%s", self._masker.text(masked_url(url)), body.get("model"), stream)
         _instrument.on_http_request(url)
         try:
-            response = self.session.post(url, data=data, headers=headers,
-                                         timeout=self.timeout, stream=stream)
+            # Always streamed: every body is read through a bound (see _json, _status_error).
+            response = self.session.post(url, data=data, headers=headers, timeout=self.timeout, stream=True)
         except Exception as exc:  # noqa: BLE001 - translated once, here
             self._raise_transport(exc)
         _response_headers.report(response.headers)  # rate-limit headers, for a RateLimitedProvider around us
@@ -214,12 +230,13 @@ class HttpProvider(LlmProvider):
 
     def _status_error(self, response: requests.Response) -> LlmError:
         try:
-            # Reading the whole body also gives the connection back.
-            text = self._masker.text(response.text)
+            # At most ERROR_BODY_LIMIT bytes; a body read to its end gives the connection back.
+            raw = read_limited(response, ERROR_BODY_LIMIT, cut=True)
+            text = self._masker.text(raw.decode(response.encoding or "utf-8", errors="replace"))
         except Exception:  # noqa: BLE001 - a body we cannot read is no reason to lose the status
             text = ""
         try:
-            body: Any = json.loads(text)
+            body: Any = peer_json.loads(text, allow_constants=True)
         except ValueError:
             body = text
         detail = _error_detail(body)
@@ -247,16 +264,22 @@ class HttpProvider(LlmProvider):
         raise exc
 
     def _json(self, response: requests.Response) -> Any:
-        """Read a whole JSON body (which gives the connection back) and parse it."""
+        """Read a whole JSON body (at most :attr:`max_response_size` bytes; it gives the connection back), parse it."""
+        limit = self.max_response_size
         try:
-            text = response.text
+            raw = read_limited(response, limit)
+        except BodyTooLarge:
+            raise ResponseParseError(
+                f"{self.provider_name} sent a response body larger than {limit} bytes "
+                "(the provider's max_response_size); the connection was closed") from None
         except Exception as exc:  # noqa: BLE001 - translated once, here
             self._raise_transport(exc)
+        text = raw.decode(response.encoding or "utf-8", errors="replace")
         try:
-            return json.loads(text)
+            return peer_json.loads(text, allow_constants=True)
         except ValueError as exc:
-            raise ResponseParseError(f"{self.provider_name} sent a body that is not JSON",
-                                     body=self._masker.text(text[:1000])) from exc
+            raise ResponseParseError(f"{self.provider_name} sent a body that is not JSON ({exc})",
+                                     body=self._masker.text(text[:1000])) from None
 
     # -- reading streams ----------------------------------------------------
 

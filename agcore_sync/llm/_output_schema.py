@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import attrs
 
+from agcore_sync._http import peer_json
 from agcore_sync.llm import _output_transforms as transforms
 from agcore_sync.llm._schema_from_type import SchemaBuilder, is_typeddict
 from agcore_sync.llm.errors import OutputValidationError
@@ -195,6 +196,8 @@ class OutputSchema:
         """
         if isinstance(arguments, str):
             arguments = self._decode(arguments, raw=arguments)
+        else:
+            self._decode(arguments, raw="", parsed=True)
         raw = json.dumps(arguments, ensure_ascii=False)
         if self.wraps_tool_input:
             return self._unwrap(arguments, raw)
@@ -212,9 +215,10 @@ class OutputSchema:
         """
         return _json_data(value)
 
-    def _decode(self, text: str, *, raw: str) -> Any:
+    def _decode(self, text: Any, *, raw: str, parsed: bool = False) -> Any:
+        """Parse ``text`` (or check ``text`` already parsed) as JSON from the model; OutputValidationError if not."""
         try:
-            return json.loads(text, parse_constant=_refuse_constant)
+            return peer_json.check_value(text) if parsed else peer_json.loads(text)
         except ValueError as exc:
             raise OutputValidationError(
                 f"the answer for output {self.name!r} is not valid JSON: {exc}",
@@ -349,10 +353,6 @@ def _check_refs(node: Any, root: Dict[str, Any]) -> None:
     elif isinstance(node, list):
         for item in node:
             _check_refs(item, root)
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _short(text: str) -> str:

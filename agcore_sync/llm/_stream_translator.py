@@ -13,9 +13,9 @@ before it raises, because those tokens were billed.
 from __future__ import annotations
 
 import abc
-import json
 from typing import Any, Dict, List, Optional
 
+from agcore_sync._http import peer_json
 from agcore_sync._http.masking import Masker
 from agcore_sync._http.sse import SseEvent
 from agcore_sync.llm.cost import PricingArg, cost_usd
@@ -70,10 +70,10 @@ class StreamTranslator(abc.ABC):
     def _decode(self, data: str) -> Dict[str, Any]:
         """Parse one event's data as a JSON object, or raise ``ResponseParseError``."""
         try:
-            value = json.loads(data)
+            value = peer_json.loads(data, allow_constants=True)
         except ValueError as exc:
-            raise ResponseParseError(f"{self.provider_name} sent a stream chunk that is not JSON",
-                                     body=self._masker.text(data[:1000])) from exc
+            raise ResponseParseError(f"{self.provider_name} sent a stream chunk that is not JSON ({exc})",
+                                     body=self._masker.text(data[:1000])) from None
         if not isinstance(value, dict):
             raise ResponseParseError(f"{self.provider_name} sent a stream chunk that is not a JSON object",
                                      body=self._masker.text(data[:1000]))

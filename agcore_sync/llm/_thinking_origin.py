@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
+from agcore_sync._http import peer_json
 from agcore_sync.llm.types import ThinkingBlock
 
-__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "BEDROCK", "origin_of", "make_envelope", "read_envelope"]
+__all__ = ["ANTHROPIC", "OPENAI_RESPONSES", "BEDROCK", "GEMINI", "origin_of", "make_envelope", "read_envelope"]
 
 #: The origin of Anthropic signatures and redacted thinking.
 ANTHROPIC = "anthropic"
@@ -32,6 +33,8 @@ OPENAI_RESPONSES = "openai-responses"
 #: The origin of Amazon Bedrock reasoning (its ``signature`` or ``redactedContent``
 #: kept as the envelope's ``item``).
 BEDROCK = "aws-bedrock"
+#: The origin of Gemini thought parts and ``thoughtSignature`` values (Gemini API and Vertex AI).
+GEMINI = "gemini"
 
 _ORIGIN_KEY = "agcore_origin"
 
@@ -47,7 +50,7 @@ def read_envelope(signature: Optional[str]) -> Optional[Dict[str, Any]]:
     if not signature or not signature.startswith("{"):
         return None
     try:
-        value = json.loads(signature)
+        value = peer_json.loads(signature)
     except ValueError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get(_ORIGIN_KEY), str):

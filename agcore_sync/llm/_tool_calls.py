@@ -19,10 +19,11 @@ uses it, so a provider's plain ``chat`` does not load the stream events.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Set
+
+from agcore_sync._http import peer_json
 
 __all__ = ["new_tool_call_id", "ToolCallIds", "arguments_text", "parse_tool_arguments", "wire_tool_id"]
 
@@ -59,13 +60,15 @@ def arguments_text(text: str) -> str:
 def parse_tool_arguments(arguments: str) -> Any:
     """Parse a tool call's JSON argument string.
 
-    An empty string is ``{}``; text that is not valid JSON is returned as
-    it is, so the registry can refuse it with a clear error.
+    An empty string is ``{}``; text that is not valid JSON, holds ``NaN`` or
+    ``Infinity``, or nests deeper than
+    :data:`~agcore_sync._http.peer_json.MAX_DEPTH` is returned as it is, so
+    the registry refuses it as invalid arguments (the tool never runs).
     """
     if not arguments.strip():
         return {}
     try:
-        return json.loads(arguments)
+        return peer_json.loads(arguments)
     except ValueError:
         return arguments
 

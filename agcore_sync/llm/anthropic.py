@@ -113,8 +113,8 @@ def _block_from_wire(block: Mapping[str, Any], ids: ToolCallIds) -> Optional[Con
 
 def _block_to_wire(block: ContentBlock) -> Optional[Dict[str, Any]]:
     if isinstance(block, TextBlock):
-        # The API refuses empty text blocks.
-        return {"type": "text", "text": block.text} if block.text else None
+        # The API refuses empty and whitespace-only text blocks ("\n\n" before a tool call from another provider).
+        return {"type": "text", "text": block.text} if block.text.strip() else None
     if isinstance(block, ToolUseBlock):
         tool_input = block.input if isinstance(block.input, dict) else {}
         return {"type": "tool_use", "id": wire_tool_id(block.id), "name": block.name, "input": tool_input}

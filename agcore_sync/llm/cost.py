@@ -91,6 +91,15 @@ DEFAULT_PRICING: Mapping[str, Pricing] = {
     "meta.llama3-3-70b-instruct": Pricing(0.72, 0.72),
     "meta.llama4-scout-17b": Pricing(0.17, 0.66),
     "meta.llama4-maverick-17b": Pricing(0.24, 0.97),
+    # Gemini: https://ai.google.dev/gemini-api/docs/pricing (paid tier, read 2025-12-01; Vertex AI's
+    # https://cloud.google.com/vertex-ai/generative-ai/pricing lists the same). Prompts up to 200k
+    # tokens; the Pro models charge more past 200k, which this table does not model.
+    "gemini-3-pro": Pricing(2.00, 12.00, cache_read=0.20),
+    "gemini-2.5-pro": Pricing(1.25, 10.00, cache_read=0.125),
+    "gemini-2.5-flash": Pricing(0.30, 2.50, cache_read=0.03),
+    "gemini-2.5-flash-lite": Pricing(0.10, 0.40, cache_read=0.01),
+    "gemini-2.0-flash": Pricing(0.10, 0.40, cache_read=0.025),
+    "gemini-2.0-flash-lite": Pricing(0.075, 0.30),
 }
 
 # Bedrock cross-region inference profile ids: "<geo>.<model id>".

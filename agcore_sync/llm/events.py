@@ -16,7 +16,6 @@ a failed stream with ``Error`` and a paused session turn with
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import attrs
@@ -216,12 +215,9 @@ class ToolExecutionStarted(StreamEvent):
 
         .. versionadded:: 0.2
         """
-        if not self.arguments.strip():
-            return {}
-        try:
-            return json.loads(self.arguments)
-        except ValueError:
-            return self.arguments
+        from agcore_sync.llm._tool_calls import parse_tool_arguments
+
+        return parse_tool_arguments(self.arguments)
 
 
 @attrs.frozen

@@ -15,8 +15,8 @@ Who drives:
 
 - a stream's worker thread drives its whole turn (``hand_off=False``);
 - a sync caller drives until the first call with a timeout, then hands the
-  turn to one of the registry's turn threads (``agcore-loop-<n>``, kept for
-  the next turn until the registry closes) and waits for the end: two
+  turn to one of the registry's turn threads (``agcore-loop-<n>``, kept
+  ``TURN_THREAD_IDLE_SECS`` for a next turn) and waits for the end: two
   hand-offs per turn instead of two per round. The caller must not run such
   a tool itself, since it could not leave it at the deadline.
 

@@ -2,19 +2,70 @@
 
 :func:`cut_utf8` / :func:`cut_output` cut a result past
 ``CycleConfig.max_tool_result_bytes``; :class:`RepeatGuard` refuses a call
-repeated too often in a row (``CycleConfig.max_repeated_tool_calls``).
+repeated too often in a row (``CycleConfig.max_repeated_tool_calls``);
+:func:`runnable_calls` gives a response's calls distinct ids and arguments
+that are JSON before anything runs or is kept.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
-from agcore_sync.llm.types import TextBlock, ToolUseBlock
+import attrs
+
+from agcore_sync._http import peer_json
+from agcore_sync.llm._tool_calls import ToolCallIds
+from agcore_sync.llm.types import MessageResponse, TextBlock, ToolUseBlock
 from agcore_sync.tools.error import ToolError
 from agcore_sync.tools.invocation import ToolInvocation
 
-__all__ = ["RepeatGuard", "cut_output", "cut_utf8"]
+__all__ = ["RepeatGuard", "cut_output", "cut_utf8", "runnable_calls"]
+
+
+def _as_text(arguments: object) -> str:
+    """Return parsed arguments that are no JSON object the tool may get (NaN, too deep) as the text they were."""
+    try:
+        return json.dumps(arguments, ensure_ascii=False)  # NaN stays NaN: the registry says why it refuses
+    except (ValueError, RecursionError):
+        return "<arguments nested too deep>"
+
+
+def runnable_calls(response: MessageResponse) -> MessageResponse:
+    """Return ``response`` with its tool calls fit to run and to keep, or ``response`` itself when they are.
+
+    Whatever the provider (``MockProvider`` and hand-made responses too):
+
+    - calls sharing an id, or with a blank one, get distinct ids (the first
+      keeps its own), so one approval or one result can never stand for two
+      calls;
+    - parsed arguments holding ``NaN``/``Infinity`` or nested deeper than
+      :data:`~agcore_sync._http.peer_json.MAX_DEPTH` become their text, which
+      the registry refuses as invalid arguments: the tool never runs, and the
+      message the history keeps is still JSON (the session can be saved).
+
+    The assistant message the history and a paused turn keep is this one.
+    """
+    calls = response.message.tool_uses
+    if not calls:
+        return response
+    ids = ToolCallIds()
+    fixed: List[Tuple[ToolUseBlock, ToolUseBlock]] = []
+    for call in calls:
+        new_id = ids.take(call.id)
+        arguments = call.input
+        if not isinstance(arguments, str):
+            try:
+                peer_json.check_value(arguments)
+            except ValueError:
+                arguments = _as_text(arguments)
+        if new_id != call.id or arguments is not call.input:
+            fixed.append((call, attrs.evolve(call, id=new_id, input=arguments)))
+    if not fixed:
+        return response
+    replace = {id(old): new for old, new in fixed}
+    content = tuple(replace.get(id(block), block) for block in response.message.content)
+    return attrs.evolve(response, message=attrs.evolve(response.message, content=content))
 
 
 def cut_utf8(text: str, max_bytes: Optional[int]) -> str:

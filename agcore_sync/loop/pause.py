@@ -12,6 +12,13 @@ counted once, when it really ends) and the repeated-call guard.
 ``ToolLoop.resume(paused, decisions)`` continues from it. It round-trips
 through ``to_dict`` / ``from_dict`` (plain JSON), which is how a session
 saves a paused turn.
+
+What the human approves is what runs: a paused turn whose waiting calls
+(``requests``, what a UI shows) do not agree with the calls of its
+``assistant`` message (what :meth:`ToolLoop.resume` runs), by id, name or
+arguments, cannot be built (``ValueError``; ``AgentSession.from_dict`` and
+``load`` turn it into their errors), so a stored turn changed behind the
+human's back never runs.
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from agcore_sync.llm.types import Message, MessageResponse, Usage
 if TYPE_CHECKING:  # pragma: no cover - the stream events load when a turn first pauses or is restored
     from agcore_sync.llm.events import ToolApprovalRequest
 
-__all__ = ["PausedTurn"]
+__all__ = ["PausedTurn", "PausedTurnMismatch"]
+
+
+class PausedTurnMismatch(ValueError):
+    """A paused turn whose waiting calls disagree with the calls of its assistant message.
+
+    .. versionadded:: 0.3
+    """
 
 
 def _usage_pairs(value: Any) -> Tuple[Tuple[Usage, Optional[str]], ...]:
@@ -64,6 +78,42 @@ class PausedTurn:
     final_response: MessageResponse
     guard: Tuple[Optional[Tuple[str, str]], int] = (None, 0)
 
+    def __attrs_post_init__(self) -> None:
+        problem = self._disagreement()
+        if problem is not None:
+            raise PausedTurnMismatch(f"the paused turn does not hold together: {problem}; it is refused, "
+                             "so that no call runs that the human did not see")
+
+    def _disagreement(self) -> Optional[str]:
+        """Say how ``requests``, ``results`` and the assistant's calls disagree, or return None."""
+        calls: Dict[str, Any] = {}
+        for call in self.assistant.tool_uses:
+            if call.id in calls:
+                return f"two calls of the assistant message share the id {call.id!r}"
+            calls[call.id] = call
+        settled = self.settled_results()
+        for tool_use_id in settled:
+            if tool_use_id not in calls:
+                return f"a settled result answers {tool_use_id!r}, which is no call of the assistant message"
+        waiting = set()
+        for request in self.requests:
+            call = calls.get(request.tool_call_id)
+            if call is None:
+                return f"the waiting call {request.tool_call_id!r} is no call of the assistant message"
+            if request.tool_call_id in waiting or request.tool_call_id in settled:
+                return f"the call {request.tool_call_id!r} waits twice, or waits and was settled"
+            waiting.add(request.tool_call_id)
+            arguments = call.input if isinstance(call.input, dict) else {}
+            if request.tool_name != call.name:
+                return (f"the waiting call {request.tool_call_id!r} shows tool {request.tool_name!r}, "
+                        f"the assistant message calls {call.name!r}")
+            if request.arguments != arguments:
+                return f"the waiting call {request.tool_call_id!r} shows other arguments than the assistant message's"
+        unseen = [call_id for call_id in calls if call_id not in waiting and call_id not in settled]
+        if unseen:
+            return f"the assistant message's calls {unseen} neither wait nor were settled"
+        return None
+
     @property
     def pending_ids(self) -> Tuple[str, ...]:
         """The ids of the calls that wait, in call order."""
@@ -95,7 +145,13 @@ class PausedTurn:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> PausedTurn:
-        """Build a paused turn from ``to_dict()`` output."""
+        """Build a paused turn from ``to_dict()`` output.
+
+        Raises:
+            PausedTurnMismatch: its waiting calls disagree with the assistant
+                message's calls (see the module's docstring).
+            KeyError, TypeError: ``data`` is not ``to_dict()`` output.
+        """
         from agcore_sync.llm.events import ToolApprovalRequest
 
         guard = data.get("guard") or {}

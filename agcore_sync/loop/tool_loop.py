@@ -34,7 +34,7 @@ from agcore_sync.llm.types import Message, MessageRequest, MessageResponse, Tool
 from agcore_sync.loop._conversation import Conversation
 from agcore_sync.loop._driver import Drive, ToolBatch
 from agcore_sync.loop._output import OutputPlan
-from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8
+from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8, runnable_calls
 from agcore_sync.loop.limits import RunUsage, TurnAccount
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
 from agcore_sync.tools.invocation import ToolInvocation
@@ -306,6 +306,7 @@ class ToolLoop:
         return response, error
 
     def _settle(self, response: MessageResponse) -> Tuple[MessageResponse, Optional[LlmError]]:
+        response = runnable_calls(response)
         plan = self.output
         if plan is None or not plan.is_answer(response):
             return response, None

@@ -11,6 +11,10 @@ one can no longer block exit.
 Each piece of work runs in a copy of the ``contextvars`` context of the
 thread that submitted it, taken at ``submit``: a ``ContextVar`` the caller set
 is visible in the work, and the work's own changes stay in its copy.
+
+Idle workers: with ``idle_timeout`` set, a worker that has waited that long
+for work exits, so a burst of work does not keep its threads for the pool's
+life (the registry's turn threads); the next work starts a new one.
 """
 
 from __future__ import annotations
@@ -30,11 +34,19 @@ _Work = Optional[Tuple[Future, contextvars.Context, Callable[..., Any], Tuple[An
 
 
 class DaemonPool:
-    """At most ``max_workers`` daemon threads, started as work arrives."""
+    """At most ``max_workers`` daemon threads, started as work arrives.
 
-    def __init__(self, max_workers: int, name: str = "agcore-tool") -> None:
+    Args:
+        max_workers: the most threads at once.
+        name: the threads' name prefix.
+        idle_timeout: seconds a worker waits for work before it exits; None
+            keeps it until :meth:`shutdown`.
+    """
+
+    def __init__(self, max_workers: int, name: str = "agcore-tool", idle_timeout: Optional[float] = None) -> None:
         self._max_workers = max_workers
         self._name = name
+        self._idle_timeout = idle_timeout
         self._work: queue.SimpleQueue[_Work] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
@@ -58,7 +70,12 @@ class DaemonPool:
 
     def _worker(self) -> None:
         while True:
-            work = self._work.get()
+            try:
+                work = self._work.get(timeout=self._idle_timeout)
+            except queue.Empty:
+                if self._retire():
+                    return
+                continue
             if work is None:
                 return
             future, context, fn, args = work
@@ -71,6 +88,21 @@ class DaemonPool:
                     future.set_result(result)
             del work, future, context, fn, args
             self._idle.release()
+
+    def _retire(self) -> bool:
+        """Leave the pool if this idle worker is not needed; True if it left.
+
+        Under the lock no work can be queued, so: an idle token of its own
+        (the one it released after its last work, or any other idle
+        worker's: tokens only count idle workers) and an empty queue mean
+        every queued work has a worker. Once the pool is shut down a worker
+        waits for its stop instead (shutdown counted it).
+        """
+        with self._lock:
+            if self._shutdown or not self._work.empty() or not self._idle.acquire(blocking=False):
+                return False
+            self._threads.remove(threading.current_thread())
+            return True
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False, timeout: Optional[float] = None) -> None:
         """Stop accepting work; optionally cancel queued work and join the workers.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
 
+from agcore_sync._http import peer_json
 from agcore_sync.tools.error import InvalidArgumentsError, ToolError
 
 __all__ = ["ArgumentValidator", "compile_validator"]
@@ -111,14 +112,30 @@ class ArgumentValidator:
 
         Raises:
             InvalidArgumentsError: ``args`` is not a dict (it is never
-                coerced: a JSON string stays a string), or the schema rejects
-                it; the message gives the JSON path and jsonschema's message.
+                coerced: a JSON string stays a string; the model's text that
+                was not JSON says why), holds ``NaN``/``Infinity`` or nests
+                deeper than :data:`~agcore_sync._http.peer_json.MAX_DEPTH`,
+                or the schema rejects it; the message gives the JSON path and
+                jsonschema's message.
         """
+        if isinstance(args, str):
+            try:
+                peer_json.loads(args)
+            except ValueError as exc:
+                raise InvalidArgumentsError(
+                    f'arguments for tool "{self.tool_name}" are not valid JSON ({exc}); send a JSON object',
+                    self.tool_name,
+                ) from None
         if not isinstance(args, dict):
             raise InvalidArgumentsError(
                 f'arguments for tool "{self.tool_name}" must be a JSON object, got {type(args).__name__}',
                 self.tool_name,
             )
+        try:
+            peer_json.check_value(args)
+        except ValueError as exc:
+            raise InvalidArgumentsError(f'invalid arguments for tool "{self.tool_name}": {exc}',
+                                        self.tool_name) from None
         if self._quick is not None and self._quick(args):
             return
         if self._validator.is_valid(args):

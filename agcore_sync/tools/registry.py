@@ -45,14 +45,8 @@ if TYPE_CHECKING:  # the pools (and concurrent.futures) load when first needed
 
     from agcore_sync.tools._pool import DaemonPool
 
-__all__ = [
-    "ToolInvocation",
-    "ToolRegistry",
-    "ToolCall",
-    "CompletionCallback",
-    "CLOSE_TIMEOUT_SECS",
-    "DEFAULT_MAX_WORKERS",
-]
+__all__ = ["ToolInvocation", "ToolRegistry", "ToolCall", "CompletionCallback",
+           "CLOSE_TIMEOUT_SECS", "DEFAULT_MAX_WORKERS", "TURN_THREAD_IDLE_SECS"]
 
 logger = _instrument.get_logger(__name__)
 
@@ -60,6 +54,9 @@ logger = _instrument.get_logger(__name__)
 #: abandons them (seconds). A thread cannot be killed; a stuck tool keeps its
 #: worker until it returns, and close() must not hang on it.
 CLOSE_TIMEOUT_SECS = 2.0
+
+#: Seconds an idle turn thread (``agcore-loop-<n>``) waits for a turn before it exits (read at its pool's start).
+TURN_THREAD_IDLE_SECS = 60.0
 
 #: Workers in a registry's pool when ``max_workers`` is None. Tools mostly
 #: wait on I/O, so more workers than cores pay off; the cap bounds the threads.
@@ -92,8 +89,9 @@ class ToolRegistry:
     The tool loop runs a round's lone call with a timeout in the thread
     driving the turn, not on the pool: for a sync turn, one of the
     registry's turn threads (``agcore-loop-<n>``, one per turn running at
-    once, kept for later turns). One more thread, ``agcore-deadlines-<n>``
-    (started with the first such call), watches those calls' deadlines.
+    once, kept :data:`TURN_THREAD_IDLE_SECS` for a next turn). One more
+    thread, ``agcore-deadlines-<n>`` (started with the first such call),
+    watches those calls' deadlines.
     :meth:`close` stops them all, waiting at most :data:`CLOSE_TIMEOUT_SECS`
     for a turn still running (it ends at its next tool call); while a
     watched call still runs, its deadline fires first.
@@ -342,7 +340,7 @@ class ToolRegistry:
             if self._drivers is None:
                 from agcore_sync.tools._pool import DaemonPool
 
-                self._drivers = DaemonPool(sys.maxsize, name="agcore-loop")
+                self._drivers = DaemonPool(sys.maxsize, name="agcore-loop", idle_timeout=TURN_THREAD_IDLE_SECS)
             future = self._drivers.submit(work)
         future.add_done_callback(lambda done: on_dropped() if done.cancelled() else None)
 

@@ -7,7 +7,7 @@ enqueued by ``agcore_sync.contrib.rq.enqueue_turn``, with Celery the task
 plays the job worker; the main thread is the web side, reading the relay.
 
 It needs a Redis server: ``REDIS_URL`` (default ``redis://localhost:6379/0``)
-and ``pip install 'agcore_sync[redis]'``.
+and ``pip install -e ".[redis]"``.
 """
 
 import os

@@ -7,7 +7,7 @@ with ``relay.sse(...)`` (``create_app`` is the Flask side); a browser that
 reconnects sends ``Last-Event-ID`` and gets what it missed, once.
 
 Here a thread plays the job worker. It needs a Redis server: ``REDIS_URL``
-(default ``redis://localhost:6379/0``) and ``pip install 'agcore_sync[redis]'``.
+(default ``redis://localhost:6379/0``) and ``pip install -e ".[redis]"``.
 """
 
 import os

@@ -17,7 +17,7 @@ A client that goes away stops its turn: the server notices on its next
 write, closes the response iterator, and the generator's ``finally`` closes
 the stream, so the worker starts no further provider call or tool.
 
-Needs Flask: ``pip install "agcore_sync[flask]"``. Run it against OpenAI (or
+Needs Flask: ``pip install -e ".[flask]"`` (from your clone). Run it against OpenAI (or
 any OpenAI-compatible server via ``OPENAI_BASE_URL``), or without a key against
 the built-in scripted demo model, which calls the tools as a real model would::
 
@@ -35,7 +35,11 @@ import os
 import threading
 from typing import Callable, Dict, Iterator, Optional
 
-from flask import Flask, Response, jsonify, request
+try:
+    from flask import Flask, Response, jsonify, request
+except ImportError as exc:  # checked by tests/examples/test_flask_app_command.py
+    raise ImportError('docs/examples/flask_app.py needs Flask, the optional `flask` extra: '
+                      'pip install -e ".[flask]"') from exc
 
 from agcore_sync import (
     AgentError,

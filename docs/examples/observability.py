@@ -1,7 +1,7 @@
 """Trace a streamed tool turn with OpenTelemetry and print its span tree.
 
-Needs the ``otel`` extra and the OpenTelemetry SDK (``pip install
-'agcore_sync[otel]' opentelemetry-sdk``). A real app sends the spans to a
+Needs the ``otel`` extra and the OpenTelemetry SDK (``pip install -e
+".[otel]" opentelemetry-sdk``). A real app sends the spans to a
 collector instead of keeping them in memory.
 """
 

@@ -204,3 +204,34 @@ def test_a_hand_built_turn_into_a_readonly_slot_raises_and_changes_nothing(regis
     session.switch_slot("default")
     session.finalize_turn(MockProvider.text("y", usage=Usage(1, 1)))
     assert session.turn_index == 1
+
+
+# -- DESIGN "Round 5 / Trust": the settled rules -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_any_round_of_an_earlier_turn_passed_again_as_the_same_object_does_nothing(registry, stream):
+    session, ended = new_session(registry, [*tool_turn(), MockProvider.text("later", usage=Usage(1, 1))])
+    if stream:
+        events = list(session.submit_turn_stream("what is 1 + 2?"))
+        first_round = next(e.full_response for e in events if isinstance(e, MessageComplete))
+    else:
+        session.submit_turn("what is 1 + 2?")
+        first_round = session._ended._last[0]
+    assert first_round.has_tool_calls  # the first round of turn 0, not its answer
+    session.submit_turn("and then?")  # turn 1 is the last turn now
+    before = state(session, ended)
+    session.finalize_turn(first_round)
+    session.finalize_turn(first_round, [Message.user("x"), first_round.message])
+    assert state(session, ended) == before
+
+
+def test_an_equal_copy_of_an_older_turns_response_is_a_turn_made_by_hand(registry):
+    session, ended = new_session(registry, [MockProvider.text("one", usage=Usage(1, 1)),
+                                            MockProvider.text("two", usage=Usage(1, 1))])
+    old = session.submit_turn("first")
+    session.submit_turn("second")
+    session.finalize_turn(copy_of(old))  # an equal copy matches the last turn's responses only
+    assert session.turn_index == 3 and ended == [0, 1, 2]
+    session.finalize_turn(copy_of(old))  # and the copy now names that recorded turn: once
+    assert session.turn_index == 3

@@ -7,7 +7,7 @@ import contextlib
 import pytest
 
 from agcore_sync import AnthropicProvider, FallbackProvider, OpenAIProvider, RateLimit, RateLimitedProvider
-from agcore_sync.cli.command import _parser
+from agcore_sync.cli.command import _parse
 from agcore_sync.cli.setup import CliError, build
 
 BASE = ["demo", "--provider", "openai", "--model", "gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1",
@@ -18,7 +18,7 @@ def built(argv, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     stack = contextlib.ExitStack()
     with stack:
-        setup = build(_parser().parse_args(argv), stack)
+        setup = build(_parse(argv), stack)
         return setup, setup.provider
 
 
@@ -53,7 +53,7 @@ def test_a_fallback_that_is_not_provider_colon_model_is_one_line(monkeypatch, sp
 @pytest.mark.parametrize("value", ["0", "-5", "many", "inf"])
 def test_a_limit_that_is_not_a_positive_number_is_a_usage_error(value, capsys):
     with pytest.raises(SystemExit) as caught:
-        _parser().parse_args([*BASE, "--rpm", value])
+        _parse([*BASE, "--rpm", value])
     assert caught.value.code == 2 and "--rpm" in capsys.readouterr().err
 
 

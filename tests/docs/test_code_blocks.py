@@ -179,6 +179,29 @@ def setup_local_servers(run: Run) -> None:
     run.checks.append(local_and_keyless)
 
 
+def setup_gemini_server(run: Run) -> None:
+    """The Gemini how-to's provider gets a key from GEMINI_API_KEY and a local server streaming Gemini chunks."""
+    from tests.support.gemini import gemini_chunk, gemini_sse, gemini_usage
+
+    server = run.stack.enter_context(StreamServer())
+    call = {"functionCall": {"name": "multiply", "args": {"a": 17, "b": 23}}, "thoughtSignature": "c2lnbmF0dXJl"}
+    server.add_response([gemini_sse(gemini_chunk([call], "STOP", usage=gemini_usage(80, 20)))])
+    server.add_response([gemini_sse(gemini_chunk([{"text": "17 * 23 "}]),
+                                    gemini_chunk([{"text": "= 391"}], "STOP", usage=gemini_usage(110, 8)))])
+    run.monkeypatch.setenv("GEMINI_API_KEY", "docs-gemini-key")
+    run.replace('GeminiProvider(model="gemini-2.5-flash")',
+                f'GeminiProvider(model="gemini-2.5-flash", base_url="{server.url}")')
+
+    def answered_with_the_signature_sent_back(out: str) -> None:
+        _expect(out, '[multiply {"a": 17, "b": 23}]')
+        _expect(out, "17 * 23 = 391")
+        assert [r.headers["x-goog-api-key"] for r in server.requests] == ["docs-gemini-key"] * 2
+        assert server.requests[1].json["contents"][1]["parts"][0]["thoughtSignature"] == "c2lnbmF0dXJl"
+        assert server.errors == []
+
+    run.checks.append(answered_with_the_signature_sent_back)
+
+
 def setup_npm_project(run: Run) -> None:
     """Run where ``.ci/run`` installed the npm servers, so ``npx -y`` uses them; the notes folder is a tmp dir."""
     if shutil.which("npx") is None:
@@ -297,6 +320,7 @@ SETUPS: Dict[Tuple[str, str], Callable[[Run], None]] = {
     ("docs/howto/testing.rst", "Weather in Rome?"): setup_testing_drift,
     ("docs/howto/testing.rst", "def test_the_notes_server_echoes"): setup_testing_mcp,
     ("docs/howto/testing.rst", "FunctionModel(answer)"): setup_nothing_but_check_the_test_models,
+    ("docs/howto/gemini.rst", "def multiply"): setup_gemini_server,
 }
 
 #: Blocks that are compiled but not run: (file, a text found only in that block) -> why.
@@ -308,6 +332,12 @@ NOT_RUN: Dict[Tuple[str, str], str] = {
         "needs the mcp-server-fetch package from PyPI, not a test dependency, and the network",
     ("docs/observability.rst", "OTLPSpanExporter"):
         "needs opentelemetry-exporter-otlp and a collector (tests/telemetry runs the same app with the SDK)",
+    ("docs/howto/gemini.rst", "service_account"):
+        "needs a Google Cloud service-account key file and Vertex AI (tests/llm/test_gemini.py runs google-auth-"
+        "shaped credentials against a local server)",
+    ("docs/howto/gemini.rst", "gcloud_token"):
+        "needs the gcloud CLI, a logged-in account and Vertex AI (tests/llm/test_gemini_request_oracle.py runs a "
+        "token callable against a local server)",
     ("docs/observability.rst", "DjangoInstrumentor"):
         "needs opentelemetry-instrumentation-django (not a test dependency) and a Django project around it",
 }

@@ -86,3 +86,15 @@ def test_flask_run_finds_the_factory():
         ask(port)
     finally:
         stop(proc, thread)
+
+
+def test_without_flask_the_example_names_the_extra_to_install():
+    code = ("import runpy, sys\n"
+            "sys.modules['flask'] = None  # as if Flask were not installed\n"
+            f"runpy.run_path({str(EXAMPLE)!r}, run_name='__main__')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT)
+
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == ('ImportError: docs/examples/flask_app.py needs Flask, the optional `flask` extra: '
+                    'pip install -e ".[flask]"')

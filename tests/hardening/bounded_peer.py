@@ -15,6 +15,10 @@ Modes:
   local Streamable HTTP server whose ``tools/list`` answer is a JSON body /
   one SSE event holding a tool name of ``SENT`` bytes, with
   ``HttpTransport(max_message_size=LIMIT)``.
+- ``openai-error``: a provider's ``chat`` against a server that answers
+  HTTP 500 with a JSON error body whose message is ``SENT`` bytes.
+- ``openai-chat``: a provider's ``chat`` against a server that answers 200
+  with a ``SENT``-byte JSON body, with ``max_response_size = LIMIT``.
 
 The local servers run in this process but never hold more than one 64 KiB
 piece (the same bytes object, written again and again), so what the peak
@@ -46,8 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _chunked(self, content_type: str, head: bytes, tail: bytes) -> None:
-        self.send_response(200)
+    def _chunked(self, content_type: str, head: bytes, tail: bytes, status: int = 200) -> None:
+        self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Mcp-Session-Id", "s1")
@@ -89,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.mode in ("openai", "anthropic"):
+        if self.mode in ("openai", "anthropic", "gemini"):
             self._chunked("text/event-stream", b"data: ", b"\n\n")
             return
         if self.mode == "bedrock":  # one event-stream frame announcing all it sends
@@ -99,6 +103,12 @@ class _Handler(BaseHTTPRequestHandler):
             prelude = struct.pack(">II", self.sent + 16, 0)
             self._chunked("application/vnd.amazon.eventstream", prelude + struct.pack(">I", zlib.crc32(prelude)),
                           b"\0\0\0\0")
+            return
+        if self.mode == "openai-error":
+            self._chunked("application/json", b'{"error":{"message":"', b'"}}', status=500)
+            return
+        if self.mode == "openai-chat":
+            self._chunked("application/json", b'{"id":"x","object":"chat.completion","choices":[],"pad":"', b'"}')
             return
         method = body.get("method")
         if "id" not in body:
@@ -135,6 +145,7 @@ def _with_server(mode: str, sent: int, body: Callable[[str], Any]) -> Any:
 
 def _provider(mode: str, limit: int, url: str) -> None:
     from agcore_sync.llm.anthropic import AnthropicProvider
+    from agcore_sync.llm.gemini import GeminiProvider
     from agcore_sync.llm.openai import OpenAIProvider
     from agcore_sync.llm.types import Message, MessageRequest
 
@@ -143,12 +154,24 @@ def _provider(mode: str, limit: int, url: str) -> None:
 
         provider: Any = BedrockProvider(model="m", api_key="sk-bounded-peer-key", base_url=url)
     else:
-        cls = OpenAIProvider if mode == "openai" else AnthropicProvider
+        cls = {"openai": OpenAIProvider, "gemini": GeminiProvider}.get(mode, AnthropicProvider)
         provider = cls(model="m", api_key="sk-bounded-peer-key", base_url=url + "/v1")
     provider.max_event_size = limit
     try:
         for _event in provider.chat_stream(MessageRequest(model="m", messages=(Message.user("hi"),))):
             pass
+    finally:
+        provider.close()
+
+
+def _chat(limit: int, url: str) -> None:
+    from agcore_sync.llm.openai import OpenAIProvider
+    from agcore_sync.llm.types import Message, MessageRequest
+
+    provider = OpenAIProvider(model="m", api_key="sk-bounded-peer-key", base_url=url + "/v1")
+    provider.max_response_size = limit
+    try:
+        provider.chat(MessageRequest(model="m", messages=(Message.user("hi"),)))
     finally:
         provider.close()
 
@@ -166,6 +189,7 @@ def _mcp(transport: Any, *, call_big: int = 0) -> None:
 def main(argv: Any) -> Dict[str, Any]:
     mode, limit, sent = argv[0], int(argv[1]), int(argv[2])
     import agcore_sync.llm.anthropic  # noqa: F401 - imports done before the baseline
+    import agcore_sync.llm.gemini  # noqa: F401
     import agcore_sync.llm.openai  # noqa: F401
     import agcore_sync.mcp  # noqa: F401
     from agcore_sync.mcp.transports.http import HttpTransport
@@ -174,8 +198,10 @@ def main(argv: Any) -> Dict[str, Any]:
     before = _peak_kib()
     error: Optional[BaseException] = None
     try:
-        if mode in ("openai", "anthropic", "bedrock"):
+        if mode in ("openai", "anthropic", "gemini", "bedrock"):
             _with_server(mode, sent, lambda url: _provider(mode, limit, url))
+        elif mode in ("openai-error", "openai-chat"):
+            _with_server(mode, sent, lambda url: _chat(limit, url))
         elif mode == "mcp-stdio":
             _mcp(StdioTransport(sys.executable, ["tests/mcp_servers/raw_server.py"], max_message_size=limit),
                  call_big=sent)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agcore_sync._http.sse import DEFAULT_MAX_EVENT_SIZE, EventTooLarge, SseParser
+from agcore_sync.llm._http_provider import ERROR_BODY_LIMIT, ERROR_QUOTE_CHARS
 from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.mcp.transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from agcore_sync.mcp.transports.http import HttpTransport
@@ -44,7 +45,7 @@ def _run(mode: str, sent: int = SENT) -> dict:
     return json.loads(done.stdout.decode().strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("mode", ["openai", "anthropic"])
+@pytest.mark.parametrize("mode", ["openai", "anthropic", "gemini"])
 def test_a_provider_stream_with_one_endless_sse_line_ends_with_a_parse_error_in_bounded_memory(mode):
     result = _run(mode)
     assert result["error"] == "ResponseParseError"
@@ -82,6 +83,28 @@ def test_an_mcp_http_answer_larger_than_the_limit_fails_its_request_in_bounded_m
     assert result["error"] == "McpError"
     assert "max_message_size" in result["message"]
     assert result["after_kib"] - result["before_kib"] < ALLOWED_KIB, result
+
+
+def test_an_http_error_with_a_huge_body_reads_64_kib_of_it_and_quotes_at_most_2000_characters():
+    result = _run("openai-error")
+    assert result["error"] == "ServerError"
+    assert result["message"].startswith("OpenAI returned HTTP 500: ")
+    assert len(result["message"]) <= ERROR_QUOTE_CHARS + 100
+    # Not even the limit of a normal body: the error body's own 64 KiB bound.
+    assert result["after_kib"] - result["before_kib"] < 8 * MIB // 1024, result
+
+
+def test_a_non_streamed_body_larger_than_max_response_size_is_a_parse_error_in_bounded_memory():
+    result = _run("openai-chat")
+    assert result["error"] == "ResponseParseError"
+    assert f"larger than {LIMIT} bytes" in result["message"]
+    assert "max_response_size" in result["message"]
+    assert result["after_kib"] - result["before_kib"] < ALLOWED_KIB, result
+
+
+def test_the_bounds_of_plain_bodies_have_their_documented_defaults():
+    assert ERROR_BODY_LIMIT == 64 * 1024 and ERROR_QUOTE_CHARS == 2000
+    assert OpenAIProvider(model="m", api_key="k").max_response_size == 32 * MIB
 
 
 # -- the parser's limit, in process ------------------------------------------

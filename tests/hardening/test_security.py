@@ -4,11 +4,13 @@ the model cannot get around permissions or schemas, and oversized tool results a
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import sys
 import threading
 import traceback
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Dict, Iterator, List
 
 import pytest
@@ -22,7 +24,7 @@ from agcore_sync.llm.events import Error, ToolExecutionCompleted
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.retry import RetryConfig, RetryProvider
-from agcore_sync.llm.types import Role, ToolUseBlock
+from agcore_sync.llm.types import Message, MessageRequest, Role, ToolUseBlock
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.mcp import StdioTransport
 from agcore_sync.mcp.transports.http import HttpTransport
@@ -30,6 +32,7 @@ from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import InvalidArgumentsError, ToolError
 from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig
 from agcore_sync.tools.registry import ToolRegistry
+from tests.support.http_server import LocalHttpServer
 
 OPENAI_KEY = "sk-proj-SECRET-openai-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-SECRET-anthropic-0123456789"
@@ -99,6 +102,61 @@ def test_an_api_key_appears_in_no_log_repr_error_event_or_saved_session_even_whe
     assert caplog.records, "the run logged nothing: the log check would prove nothing"
     for text in texts:
         assert OPENAI_KEY not in text and ANTHROPIC_KEY not in text, text
+
+
+URL_PASSWORD = "pw-SECRET-userinfo-4242"
+HEADER_SECRETS = {"Authorization": "Bearer tok-SECRET-authorization-77", "api-key": "SECRET-azure-api-key-55",
+                  "X-Api-Key": "SECRET-x-api-key-66", "X-Session-Token": "SECRET-session-token-88",
+                  "X-Client-Secret": "SECRET-client-secret-99", "X-Trace": "not-a-secret-trace-id"}
+
+
+class _EchoingHandler(BaseHTTPRequestHandler):
+    """Answers 500 with an OpenAI error body that repeats every header and the Basic credentials it got."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        seen = [f"{name}={value}" for name, value in self.headers.items()]
+        basic = self.headers.get("Authorization", "")
+        if basic.startswith("Basic "):
+            seen.append("basic=" + base64.b64decode(basic[6:]).decode())
+        body = json.dumps(openai_error("proxy saw " + "; ".join(seen), "server_error")).encode()
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_url_password_and_credential_headers_are_masked_in_reprs_errors_and_logs_like_the_key(caplog):
+    caplog.set_level(logging.DEBUG)
+    with LocalHttpServer(_EchoingHandler, name="echo-secrets") as server:
+        for extra in (HEADER_SECRETS, {}):  # with the headers, and the URL's userinfo alone (sent as Basic auth)
+            url = f"http://user:{URL_PASSWORD}@127.0.0.1:{server.port}/v1"
+            provider = OpenAIProvider("gpt-4o-mini", api_key=OPENAI_KEY, base_url=url, extra_headers=extra)
+            texts = [repr(provider)]
+            try:
+                with pytest.raises(AgcoreError) as info:
+                    provider.chat(MessageRequest(model="gpt-4o-mini", messages=(Message.user("hi"),)))
+            finally:
+                provider.close()
+            texts += everything_said(info.value)
+            said = " ".join(texts)
+            assert "proxy saw" in said and "not-a-secret-trace-id" in said or not extra, said
+    formatter = logging.Formatter()
+    texts += [formatter.format(record) for record in caplog.records]
+    texts += [repr(vars(record)) for record in caplog.records]
+    assert any("POST" in text for text in texts), "the request's DEBUG line was not logged: the check proves nothing"
+    secrets = [URL_PASSWORD, OPENAI_KEY] + [value for name, value in HEADER_SECRETS.items() if name != "X-Trace"]
+    secrets.append("tok-SECRET-authorization-77")  # the bare token, without its scheme
+    for text in texts:
+        for secret in secrets:
+            assert secret not in text, (secret, text)
+    assert f"user:***@127.0.0.1:{server.port}" in repr(provider)
 
 
 def test_an_mcp_http_transports_auth_header_stays_out_of_its_repr():

@@ -21,6 +21,7 @@ from agcore_sync.llm.anthropic import AnthropicProvider
 from agcore_sync.llm.bedrock import BedrockProvider
 from agcore_sync.llm.errors import LlmConnectionError, RateLimitError
 from agcore_sync.llm.events import CostUpdate, Error, MessageComplete, TextDelta
+from agcore_sync.llm.gemini import GeminiProvider
 from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.responses import OpenAIResponsesProvider
 from agcore_sync.llm.types import Message, MessageRequest
@@ -30,6 +31,7 @@ from agcore_sync.mcp.transports.http import HttpTransport
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
 from tests.support import bedrock_wire, responses_wire
+from tests.support.gemini import gemini_chunk, gemini_sse, gemini_usage
 from tests.support.keepalive_server import KeepAliveServer, Reply, Request, sse
 
 #: The client's read timeout.
@@ -37,7 +39,7 @@ CLIENT_TIMEOUT = 10.0
 #: Bound on joining the client threads of the many-thread test.
 JOIN_TIMEOUT = 60.0
 
-PROVIDERS = ["openai", "anthropic", "responses", "bedrock"]
+PROVIDERS = ["openai", "anthropic", "responses", "bedrock", "gemini"]
 
 
 # -- wire payloads, shaped like the providers' documented streams ------------
@@ -140,8 +142,24 @@ def bedrock_tool_call(call_id: str, name: str, arguments: str) -> List[bytes]:
             bedrock_wire.metadata(10, 5)]
 
 
-TEXT = {"openai": openai_text, "anthropic": anthropic_text, "responses": responses_text}
-TOOL_CALL = {"openai": openai_tool_call, "anthropic": anthropic_tool_call, "responses": responses_tool_call}
+def _halves(body: bytes) -> List[bytes]:
+    return [body[:len(body) // 2], body[len(body) // 2:]]
+
+
+def gemini_text(text: str) -> List[bytes]:
+    chunks = [gemini_chunk([{"text": text[:2]}]), gemini_chunk([{"text": text[2:]}]),
+              gemini_chunk([], "STOP", usage=gemini_usage(9, 2))]
+    return [half for c in chunks for half in _halves(gemini_sse(c))]
+
+
+def gemini_tool_call(call_id: str, name: str, arguments: str) -> List[bytes]:
+    call = {"functionCall": {"id": call_id, "name": name, "args": json.loads(arguments)}}
+    return _halves(gemini_sse(gemini_chunk([call], "STOP", usage=gemini_usage(9, 4))))
+
+
+TEXT = {"openai": openai_text, "anthropic": anthropic_text, "responses": responses_text, "gemini": gemini_text}
+TOOL_CALL = {"openai": openai_tool_call, "anthropic": anthropic_tool_call, "responses": responses_tool_call,
+             "gemini": gemini_tool_call}
 TEXT["bedrock"] = bedrock_text
 TOOL_CALL["bedrock"] = bedrock_tool_call
 
@@ -155,6 +173,8 @@ def make_provider(kind: str, url: str) -> Any:
     if kind == "responses":
         return OpenAIResponsesProvider(model="gpt-4.1-mini", api_key="sk-test", base_url=f"{url}/v1",
                                        timeout=CLIENT_TIMEOUT)
+    if kind == "gemini":
+        return GeminiProvider("gemini-2.5-flash", api_key="test-key", base_url=url, timeout=CLIENT_TIMEOUT)
     return AnthropicProvider(model="claude-sonnet-4-5", api_key="sk-ant-test", base_url=url, timeout=CLIENT_TIMEOUT)
 
 
@@ -266,6 +286,10 @@ def test_plain_calls_and_error_statuses_leave_their_connection_for_the_next_call
     elif kind == "bedrock":
         body = bedrock_wire.converse_response([{"text": "Hi"}])
         limited = {"message": "Too many requests, please wait before trying again."}
+    elif kind == "gemini":
+        body = gemini_chunk([{"text": "Hi"}], "STOP")
+        limited = {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
+                             "status": "RESOURCE_EXHAUSTED"}}
     else:
         body = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                 "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -334,6 +358,8 @@ def test_a_four_round_streaming_tool_loop_uses_one_connection(kind):
 
 
 def _user_text(request: Request) -> str:
+    if "contents" in request.json:
+        return request.json["contents"][-1]["parts"][0]["text"]
     message = (request.json.get("messages") or request.json.get("input"))[-1]
     content = message["content"]
     return content if isinstance(content, str) else content[0]["text"]

@@ -193,6 +193,27 @@ def test_a_body_of_another_shape_is_a_response_parse_error(provider, stream_serv
         provider.chat(_ask())
 
 
+def test_whitespace_only_text_from_another_provider_is_left_out_and_its_message_still_alternates(
+        provider, stream_server):
+    from agcore_sync.llm.types import Role, TextBlock
+
+    _answer(stream_server, [{"text": "ok"}])
+    history = [Message.user("1+2?"),
+               Message(Role.ASSISTANT, [TextBlock("\n\n"), ToolUseBlock("call_1", "add", {"a": 1, "b": 2})]),
+               Message.tool_result("call_1", "3"),
+               Message(Role.ASSISTANT, [TextBlock(" \n")]),  # nothing left: the message is left out
+               Message.user("thanks")]
+    provider.chat(MessageRequest(None, history))
+    assert stream_server.requests[0].json["messages"] == [
+        {"role": "user", "content": [{"text": "1+2?"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "call_1", "name": "add",
+                                                       "input": {"a": 1, "b": 2}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "call_1", "content": [{"text": "3"}],
+                                                     "status": "success"}},
+                                     {"text": "thanks"}]},
+    ]
+
+
 def test_an_http_image_url_is_refused_before_anything_is_sent(provider, stream_server):
     from agcore_sync.llm.media import ImageBlock
 

@@ -238,3 +238,53 @@ def test_a_hook_in_a_turn_thread_may_close_the_registry():
     assert closed_in[0].name.startswith("agcore-loop-") and len(seen.tool_threads) == 1
     closed_in[0].join(WAIT)
     assert not closed_in[0].is_alive()
+
+
+def test_a_burst_of_concurrent_sync_turns_leaves_no_idle_turn_thread_behind(monkeypatch):
+    # 60 s in the library; a test cannot wait that long, so the limit is made short and the
+    # threads' exits are awaited by joining them (no sleep).
+    from agcore_sync.tools import registry as registry_module
+
+    monkeypatch.setattr(registry_module, "TURN_THREAD_IDLE_SECS", 0.05)
+    burst = 40
+    together = threading.Barrier(burst, timeout=WAIT)
+    threads = []
+
+    @tool
+    def meet() -> str:
+        """Wait until every turn of the burst is in its own thread."""
+        threads.append(threading.current_thread())
+        together.wait()
+        return "met"
+
+    with ToolRegistry() as registry:
+        registry.register(meet)
+
+        def turn():
+            provider = MockProvider([MockProvider.tool_calls(("c1", "meet", {})), MockProvider.text("done")])
+            LlmCycle(provider, CycleConfig(tool_timeout_secs=30)).submit_with_tools("go", registry)
+
+        callers = [threading.Thread(target=turn, name=f"burst-caller-{i}") for i in range(burst)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(WAIT)
+        assert not any(caller.is_alive() for caller in callers)
+        assert len(set(threads)) == burst and all(t.name.startswith("agcore-loop-") for t in threads)
+
+        for thread in set(threads):
+            thread.join(WAIT)  # each exits once idle for the (short) limit, the registry still open
+        assert not any(thread.is_alive() for thread in threads)
+        assert not [t for t in threading.enumerate() if t.name.startswith("agcore-loop-")]
+
+        # The registry goes on: the next turn gets a new turn thread.
+        threads.clear()
+        together = threading.Barrier(1)
+        turn()
+        assert len(threads) == 1 and threads[0].name.startswith("agcore-loop-")
+
+
+def test_the_idle_limit_of_turn_threads_is_sixty_seconds():
+    from agcore_sync.tools.registry import TURN_THREAD_IDLE_SECS
+
+    assert TURN_THREAD_IDLE_SECS == 60.0

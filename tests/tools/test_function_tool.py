@@ -305,7 +305,6 @@ def test_classes_local_to_the_calling_function_resolve():
     assert log.execute({"entry": {"mood": "happy"}}) is Mood.HAPPY
 
 
-@pytest.mark.skipif(sys.version_info < (3, 10), reason="X | None needs Python 3.10 to evaluate")
 def test_pipe_union_with_none_is_optional():
     @tool
     def f(a: int | None, b: int | str) -> None:

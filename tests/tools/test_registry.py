@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -352,6 +353,14 @@ def schemas_and_arguments(draw):
     return schema, arguments
 
 
+def _finite(arguments):
+    try:
+        json.dumps(arguments, allow_nan=False)
+    except ValueError:
+        return False
+    return True
+
+
 @settings(max_examples=300, deadline=None)
 @given(schemas_and_arguments())
 def test_the_registry_accepts_exactly_the_arguments_jsonschema_accepts(case):
@@ -361,7 +370,8 @@ def test_the_registry_accepts_exactly_the_arguments_jsonschema_accepts(case):
     with ToolRegistry() as registry:
         registry.register(FnTool("t", lambda args: "ok", schema))
         inv = registry.invoke("t", arguments)
-    expected = Draft202012Validator(schema).is_valid(arguments)
+    # Infinity is no JSON value: refused whatever the schema (DESIGN "Round 5 / Trust").
+    expected = Draft202012Validator(schema).is_valid(arguments) and _finite(arguments)
     assert inv.ok is expected, inv.error
     if not expected:
         assert isinstance(inv.error, InvalidArgumentsError)
@@ -377,7 +387,9 @@ def test_every_type_keyword_accepts_exactly_the_values_jsonschema_accepts(regist
         schema = {"type": "object", "properties": {"v": {"type": kind}}, "required": ["v"]}
         registry.register(FnTool(f"t{i}", lambda args: "ok", schema))
         for value in values:
-            if registry.invoke(f"t{i}", {"v": value}).ok != Draft202012Validator(schema).is_valid({"v": value}):
+            # Infinity is no JSON value: refused whatever the schema (DESIGN "Round 5 / Trust").
+            expected = Draft202012Validator(schema).is_valid({"v": value}) and value != float("inf")
+            if registry.invoke(f"t{i}", {"v": value}).ok != expected:
                 mismatches.append((kind, value))
     assert mismatches == []
 
