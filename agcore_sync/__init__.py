@@ -140,29 +140,29 @@ _EXPORTS: Dict[str, str] = {
     "PermissionConfig": "agcore_sync.tools.permission",
     "ToolInvocation": "agcore_sync.tools.invocation",
     "ToolRegistry": "agcore_sync.tools.registry",
-    "McpClient": "agcore_sync.tools.mcp.client",
-    "McpToolResult": "agcore_sync.tools.mcp.client",
-    "McpTool": "agcore_sync.tools.mcp.adapter",
-    "McpToolCaller": "agcore_sync.tools.mcp.adapter",
-    "StdioTransport": "agcore_sync.tools.mcp.stdio",
-    "HttpTransport": "agcore_sync.tools.mcp.http",
-    "RestartPolicy": "agcore_sync.tools.mcp.restart",
-    "McpResource": "agcore_sync.tools.mcp.resources",
-    "McpResourceTemplate": "agcore_sync.tools.mcp.resources",
-    "McpResourceContents": "agcore_sync.tools.mcp.resources",
-    "McpPrompt": "agcore_sync.tools.mcp.prompts",
-    "McpPromptArgument": "agcore_sync.tools.mcp.prompts",
-    "McpPromptResult": "agcore_sync.tools.mcp.prompts",
-    "sampling_handler_for": "agcore_sync.tools.mcp.sampling",
-    "McpResourceTool": "agcore_sync.tools.mcp.resource_tool",
-    "McpOAuth": "agcore_sync.tools.mcp.auth.oauth",
-    "headless_authorize": "agcore_sync.tools.mcp.auth.oauth",
-    "console_authorize": "agcore_sync.tools.mcp.auth.oauth",
-    "TokenStorage": "agcore_sync.tools.mcp.auth.storage",
-    "InMemoryTokenStorage": "agcore_sync.tools.mcp.auth.storage",
-    "FileTokenStorage": "agcore_sync.tools.mcp.auth.storage",
-    "OAuthToken": "agcore_sync.tools.mcp.auth.storage",
-    "OAuthClientInfo": "agcore_sync.tools.mcp.auth.storage",
+    "McpClient": "agcore_sync.mcp.client.session",
+    "McpToolResult": "agcore_sync.mcp.client.session",
+    "McpTool": "agcore_sync.mcp.tools",
+    "McpToolCaller": "agcore_sync.mcp.tools",
+    "StdioTransport": "agcore_sync.mcp.transports.stdio",
+    "HttpTransport": "agcore_sync.mcp.transports.http",
+    "RestartPolicy": "agcore_sync.mcp.client.restart",
+    "McpResource": "agcore_sync.mcp.shared.resources",
+    "McpResourceTemplate": "agcore_sync.mcp.shared.resources",
+    "McpResourceContents": "agcore_sync.mcp.shared.resources",
+    "McpPrompt": "agcore_sync.mcp.shared.prompts",
+    "McpPromptArgument": "agcore_sync.mcp.shared.prompts",
+    "McpPromptResult": "agcore_sync.mcp.shared.prompts",
+    "sampling_handler_for": "agcore_sync.mcp.client.sampling",
+    "McpResourceTool": "agcore_sync.mcp.tools",
+    "McpOAuth": "agcore_sync.mcp.auth.oauth",
+    "headless_authorize": "agcore_sync.mcp.auth.oauth",
+    "console_authorize": "agcore_sync.mcp.auth.oauth",
+    "TokenStorage": "agcore_sync.mcp.auth.storage",
+    "InMemoryTokenStorage": "agcore_sync.mcp.auth.storage",
+    "FileTokenStorage": "agcore_sync.mcp.auth.storage",
+    "OAuthToken": "agcore_sync.mcp.auth.storage",
+    "OAuthClientInfo": "agcore_sync.mcp.auth.storage",
     # Resilience (Round 5)
     "FallbackProvider": "agcore_sync.llm.fallback",
     "CircuitBreaker": "agcore_sync.llm.circuit",
@@ -288,6 +288,22 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from agcore_sync.loop.limits import RunUsage, UsageLimitExceeded, UsageLimits  # noqa: F401
     from agcore_sync.loop.pause import PausedTurn  # noqa: F401
     from agcore_sync.loop.tool_stream import ToolLoopStream  # noqa: F401
+    from agcore_sync.mcp.auth.oauth import McpOAuth, console_authorize, headless_authorize  # noqa: F401
+    from agcore_sync.mcp.auth.storage import (  # noqa: F401
+        FileTokenStorage,
+        InMemoryTokenStorage,
+        OAuthClientInfo,
+        OAuthToken,
+        TokenStorage,
+    )
+    from agcore_sync.mcp.client.restart import RestartPolicy  # noqa: F401
+    from agcore_sync.mcp.client.sampling import sampling_handler_for  # noqa: F401
+    from agcore_sync.mcp.client.session import McpClient, McpToolResult  # noqa: F401
+    from agcore_sync.mcp.shared.prompts import McpPrompt, McpPromptArgument, McpPromptResult  # noqa: F401
+    from agcore_sync.mcp.shared.resources import McpResource, McpResourceContents, McpResourceTemplate  # noqa: F401
+    from agcore_sync.mcp.tools import McpResourceTool, McpTool, McpToolCaller  # noqa: F401
+    from agcore_sync.mcp.transports.http import HttpTransport  # noqa: F401
+    from agcore_sync.mcp.transports.stdio import StdioTransport  # noqa: F401
     from agcore_sync.prompt.builder import PromptBuilder  # noqa: F401
     from agcore_sync.prompt.bundle import PromptBundle  # noqa: F401
     from agcore_sync.prompt.errors import PromptError  # noqa: F401
@@ -308,22 +324,5 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
     from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
-    from agcore_sync.tools.mcp.adapter import McpTool, McpToolCaller  # noqa: F401
-    from agcore_sync.tools.mcp.auth.oauth import McpOAuth, console_authorize, headless_authorize  # noqa: F401
-    from agcore_sync.tools.mcp.auth.storage import (  # noqa: F401
-        FileTokenStorage,
-        InMemoryTokenStorage,
-        OAuthClientInfo,
-        OAuthToken,
-        TokenStorage,
-    )
-    from agcore_sync.tools.mcp.client import McpClient, McpToolResult  # noqa: F401
-    from agcore_sync.tools.mcp.http import HttpTransport  # noqa: F401
-    from agcore_sync.tools.mcp.prompts import McpPrompt, McpPromptArgument, McpPromptResult  # noqa: F401
-    from agcore_sync.tools.mcp.resource_tool import McpResourceTool  # noqa: F401
-    from agcore_sync.tools.mcp.resources import McpResource, McpResourceContents, McpResourceTemplate  # noqa: F401
-    from agcore_sync.tools.mcp.restart import RestartPolicy  # noqa: F401
-    from agcore_sync.tools.mcp.sampling import sampling_handler_for  # noqa: F401
-    from agcore_sync.tools.mcp.stdio import StdioTransport  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
     from agcore_sync.tools.registry import ToolRegistry  # noqa: F401

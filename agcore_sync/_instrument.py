@@ -207,13 +207,20 @@ def _safely(what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 class SpanHandle:
-    """A running span as the seams see it; with no observer every method does nothing."""
+    """A running span as the seams see it; with no observer every method does nothing.
 
-    __slots__ = ("_observer", "_span", "error", "cancelled")
+    Attributes:
+        recording: whether an observer records this span; when False,
+            :meth:`record` does nothing, so a seam may skip it (and the work
+            of building what it would record) on its hot path.
+    """
+
+    __slots__ = ("_observer", "_span", "recording", "error", "cancelled")
 
     def __init__(self, obs: Optional[Observer], span: Any) -> None:
         self._observer = obs
         self._span = span
+        self.recording = obs is not None and span is not None
         self.error: Optional[BaseException] = None
         self.cancelled = False
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, table  # noqa: E402
 
-from agcore_sync.tools.mcp import McpClient, StdioTransport  # noqa: E402
+from agcore_sync.mcp import McpClient, StdioTransport  # noqa: E402
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_echo_server.py")
 ARGS = {"text": "hello", "n": 1}

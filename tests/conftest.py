@@ -1,13 +1,17 @@
-"""Suite-wide fixtures: a clean environment and a leak check (threads, processes, descriptors)."""
+"""Suite-wide fixtures: a clean environment and a leak check (threads, processes, descriptors).
+
+The terminal summary also warns about modules of the package over the module-size hint.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
-from tests.support import leaks
+from tests.support import leaks, module_size
 
 #: Fixtures every test may use, registered here instead of imported per module.
 pytest_plugins = ["tests.support.stream_server", "tests.support.tools", "pytester"]
@@ -43,3 +47,8 @@ def no_leaks():
     assert not children, f"child processes left behind (not reaped): {sorted(children)}"
     fds = leaks.new_fds(fds_before)
     assert not fds, f"file descriptors left open: {fds}"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print a warning line for each module of the package over the ~500-line hint (never a failure)."""
+    module_size.warn_long_modules(terminalreporter, Path(__file__).resolve().parents[1] / "agcore_sync")

@@ -1,9 +1,11 @@
 """The layering of DESIGN.md ("Layout"), checked by import-linter with the contracts in setup.cfg.
 
-Imports run one way, down the list errors, _http, llm, tools, hooks, loop,
+Imports run one way, down the list errors, _http, llm, tools, mcp, hooks, loop,
 agent, prompt, telemetry, contrib, cli (upper may import lower); inside
 loop/ and the registry's modules one way too; sibling modules never import
-each other both ways; the console printer does not import the demo. The linter reads the source, so
+each other both ways; the console printer does not import the demo; inside
+mcp/, the shared protocol code imports neither the client nor the transports,
+and the tool adapter does not import the client. The linter reads the source, so
 imports inside functions and under ``TYPE_CHECKING`` count: a cycle hidden
 that way is still a cycle.
 
@@ -21,6 +23,8 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
+
+from tests.support import module_size
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +63,7 @@ def add_line(path: Path, line: str) -> None:
     path.write_text(path.read_text() + f"\n{line}\n")
 
 
-@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console", "mcp-adapter"])
+@pytest.mark.parametrize("contract", ["layers", "loop", "registry", "acyclic", "console", "mcp-adapter", "mcp-shared"])
 def test_the_package_keeps_its_import_contract(contract):
     kept, report = lint(ROOT, contract)
     assert "Contracts:" in report, report  # the linter ran and read the contract
@@ -106,11 +110,62 @@ def test_loop_config_importing_the_cycle_breaks_the_loop_contract(copy):
     assert "agcore_sync.loop.config is not allowed to import agcore_sync.loop.cycle" in report, report
 
 
-#: A module past this many lines is split along an idea (DESIGN.md "Layout").
-MAX_MODULE_LINES = 500
+def test_the_tool_layer_importing_mcp_breaks_the_layers_contract(copy):
+    add_line(copy / "agcore_sync" / "tools" / "registry.py",
+             "def _late():\n    from agcore_sync.mcp.client import session  # noqa\n    return session")
+    kept, report = lint(copy, "layers")
+    assert not kept
+    assert "agcore_sync.tools is not allowed to import agcore_sync.mcp" in report, report
 
 
-def test_no_module_of_the_package_is_over_500_lines():
-    long = {str(path.relative_to(ROOT)): n for path in sorted((ROOT / "agcore_sync").rglob("*.py"))
-            if (n := len(path.read_text("utf-8").splitlines())) > MAX_MODULE_LINES}
-    assert long == {}
+def test_mcp_importing_the_loop_breaks_the_layers_contract(copy):
+    add_line(copy / "agcore_sync" / "mcp" / "tools.py", "import agcore_sync.loop.config  # noqa")
+    kept, report = lint(copy, "layers")
+    assert not kept
+    assert "agcore_sync.mcp is not allowed to import agcore_sync.loop" in report, report
+
+
+@pytest.mark.parametrize("target", ["agcore_sync.mcp.client.session", "agcore_sync.mcp.transports.stdio"])
+def test_shared_mcp_code_importing_the_client_or_a_transport_breaks_its_contract(copy, target):
+    add_line(copy / "agcore_sync" / "mcp" / "shared" / "jsonrpc.py",
+             f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import {target}  # noqa")
+    kept, report = lint(copy, "mcp-shared")
+    assert not kept
+    assert f"agcore_sync.mcp.shared is not allowed to import {target.rsplit('.', 1)[0]}" in report, report
+    assert f"agcore_sync.mcp.shared.jsonrpc -> {target}" in report, report
+
+
+def test_the_mcp_adapter_importing_the_client_breaks_its_contract(copy):
+    add_line(copy / "agcore_sync" / "mcp" / "tools.py", "from agcore_sync.mcp.client import _pending  # noqa")
+    kept, report = lint(copy, "mcp-adapter")
+    assert not kept
+    assert "agcore_sync.mcp.tools is not allowed to import agcore_sync.mcp.client" in report, report
+
+
+def test_a_module_over_the_size_hint_is_printed_as_a_warning_and_fails_nothing(pytester):
+    package = pytester.mkpydir("pkg")
+    (package / "long.py").write_text("x = 1\n" * 501)
+    (package / "at_the_hint.py").write_text("x = 1\n" * 500)
+    pytester.makeconftest(
+        "from pathlib import Path\n"
+        "from tests.support.module_size import warn_long_modules\n"
+        "def pytest_terminal_summary(terminalreporter):\n"
+        "    warn_long_modules(terminalreporter, Path(__file__).parent / 'pkg')\n"
+    )
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == 0
+    warnings = [line for line in result.outlines if line.startswith("WARNING: ")]
+    assert warnings == [
+        "WARNING: pkg/long.py has 501 lines (over 500): look for a second idea, or say in its docstring why it has none"
+    ]
+
+
+def test_the_suite_warns_about_the_modules_of_the_package_in_its_summary(monkeypatch):
+    import tests.conftest as suite
+
+    calls = []
+    monkeypatch.setattr(module_size, "warn_long_modules", lambda reporter, package: calls.append((reporter, package)))
+    reporter = object()
+    suite.pytest_terminal_summary(reporter)
+    assert calls == [(reporter, ROOT / "agcore_sync")]

@@ -110,9 +110,14 @@ class AgentSession(SessionPersistence):
 
     # -- read-only views ---------------------------------------------------------
 
-    provider = property(lambda self: self._cycle.provider, lambda self, value: setattr(self._cycle, "provider",
-                        _check.instance("AgentSession", "provider", value, LlmProvider, "an LlmProvider")),
-                        doc="The model; assign another LlmProvider to switch from the next request on.")
+    @property
+    def provider(self) -> LlmProvider:
+        """The model; assign another LlmProvider to switch from the next request on."""
+        return self._cycle.provider
+
+    @provider.setter
+    def provider(self, value: LlmProvider) -> None:
+        self._cycle.provider = _check.instance("AgentSession", "provider", value, LlmProvider, "an LlmProvider")
 
     @property
     def config(self) -> CycleConfig:

@@ -42,7 +42,7 @@ from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
 from agcore_sync.cli.providers import PROVIDERS
 from agcore_sync.cli.setup import MCP_CLI_REMEDY, CliError, Setup, build
 from agcore_sync.errors import AgcoreError
-from agcore_sync.tools.mcp.client import RECONNECT_ADVICE
+from agcore_sync.mcp.client.session import RECONNECT_ADVICE
 
 __all__ = ["main"]
 

@@ -24,7 +24,7 @@ from agcore_sync.llm.errors import LlmConnectionError, LlmTimeoutError
 from agcore_sync.llm.provider import LlmProvider
 from agcore_sync.llm.retry import RetryConfig
 from agcore_sync.loop.cycle import CycleConfig
-from agcore_sync.tools.mcp.client import RECONNECT_ADVICE
+from agcore_sync.mcp.client.session import RECONNECT_ADVICE
 from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["CliError", "Setup", "build"]
@@ -258,7 +258,7 @@ def _add_mcp_server(spec: str, number: int, registry: ToolRegistry, stack: conte
     if not argv:
         raise CliError("--mcp needs a command, for example --mcp \"npx -y @modelcontextprotocol/server-everything\"")
     try:
-        from agcore_sync.tools.mcp import McpClient, StdioTransport
+        from agcore_sync.mcp import McpClient, StdioTransport
     except ImportError as exc:  # pragma: no cover - only while the package is incomplete
         raise CliError(f"MCP support is not available in this installation: {exc}", 1) from exc
     name = " ".join([os.path.basename(argv[0]), *argv[1:]])

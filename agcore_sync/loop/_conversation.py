@@ -181,7 +181,7 @@ class Conversation:
                 response = self.provider.chat(request)
             else:
                 response = call_with_retry(lambda: self.provider.chat(request), self.config.retry, sleep)
-            if span._observer is not None:
+            if span.recording:
                 span.record(response)
         self.fire(HookEvent.POST_REQUEST, request=request, response=response)
         return response

@@ -150,7 +150,7 @@ class Cassettes:
     def _kind(inner: Any) -> str:
         if isinstance(inner, LlmProvider):
             return "llm"
-        from agcore_sync.tools.mcp import Transport  # MCP loads only for tests that record MCP
+        from agcore_sync.mcp import Transport  # MCP loads only for tests that record MCP
 
         if isinstance(inner, Transport):
             return "mcp"

@@ -1,6 +1,6 @@
 """RecordingTransport and ReplayTransport: an MCP session on a cassette, one row per message.
 
-:class:`RecordingTransport` wraps a real :class:`~agcore_sync.tools.mcp.Transport`
+:class:`RecordingTransport` wraps a real :class:`~agcore_sync.mcp.Transport`
 and appends every JSON-RPC message, in the order the transport saw it, as
 ``{"from": "client", "message": ...}`` (written before it is sent, so a
 response is never recorded before its request) or ``{"from": "server",
@@ -35,10 +35,10 @@ import copy
 import threading
 from typing import Any, Callable, Deque, Dict, List, Optional
 
+from agcore_sync.mcp import Transport
 from agcore_sync.testing._cassette import CassetteWriter, read_cassette
 from agcore_sync.testing._diff import first_difference, shown
 from agcore_sync.testing.errors import CassetteError, CassetteMismatchError
-from agcore_sync.tools.mcp import Transport
 
 __all__ = ["RecordingTransport", "ReplayTransport"]
 
@@ -55,7 +55,7 @@ class RecordingTransport(Transport):
 
     Args:
         inner: the transport to the real server (e.g. a
-            :class:`~agcore_sync.tools.mcp.StdioTransport`).
+            :class:`~agcore_sync.mcp.StdioTransport`).
         path: the cassette file (``.jsonl``).
 
     Raises:

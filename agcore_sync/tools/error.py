@@ -151,8 +151,8 @@ class McpConnectionError(McpError):
 class McpAuthError(McpError):
     """OAuth for an MCP server over HTTP failed, or the client refused what it was sent.
 
-    Raised by :class:`~agcore_sync.tools.mcp.auth.McpOAuth` (through
-    :class:`~agcore_sync.tools.mcp.http.HttpTransport`) when discovery,
+    Raised by :class:`~agcore_sync.mcp.auth.McpOAuth` (through
+    :class:`~agcore_sync.mcp.transports.http.HttpTransport`) when discovery,
     registration, the authorization redirect or the token endpoint fails,
     and when a check refuses a document: an issuer or a ``resource`` that
     does not match, a redirect with a wrong ``state``, a token response

@@ -430,7 +430,7 @@ class ToolRegistry:
         """
         with _instrument.tool_call(name, tool_call_id, args, entry.tool) as span:
             invocation = self._execute(entry, name, args, tool_call_id)
-            if span._observer is not None:
+            if span.recording:
                 span.record(invocation)
             return invocation
 

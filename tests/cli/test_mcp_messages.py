@@ -6,7 +6,7 @@ from agcore_sync import CycleConfig, McpConnectionError, MockProvider, ToolRegis
 from agcore_sync.cli.command import _describe
 from agcore_sync.cli.interrupt import TurnInterrupt
 from agcore_sync.cli.setup import Setup
-from agcore_sync.tools.mcp.client import RECONNECT_ADVICE  # the words the library really uses
+from agcore_sync.mcp.client.session import RECONNECT_ADVICE  # the words the library really uses
 
 GONE = (f"MCP server 'files' is gone: exited with code 1; {RECONNECT_ADVICE} "
         "(server stderr: ModuleNotFoundError: No module named 'mcp')")

@@ -21,9 +21,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import requests
 
+from agcore_sync.mcp import HttpTransport, McpClient
+from agcore_sync.mcp.auth import McpOAuth, headless_authorize
 from agcore_sync.tools.error import McpAuthError
-from agcore_sync.tools.mcp import HttpTransport, McpClient
-from agcore_sync.tools.mcp.auth import McpOAuth, headless_authorize
 
 #: Seconds each request may take (the suite gives the whole run 30 s).
 TIMEOUT = 20.0

@@ -177,7 +177,7 @@ def _chat(limit: int, url: str) -> None:
 
 
 def _mcp(transport: Any, *, call_big: int = 0) -> None:
-    from agcore_sync.tools.mcp import McpClient
+    from agcore_sync.mcp import McpClient
 
     with McpClient("bounded-peer", transport, timeout=60.0) as client:
         if call_big:
@@ -191,9 +191,9 @@ def main(argv: Any) -> Dict[str, Any]:
     import agcore_sync.llm.anthropic  # noqa: F401 - imports done before the baseline
     import agcore_sync.llm.gemini  # noqa: F401
     import agcore_sync.llm.openai  # noqa: F401
-    import agcore_sync.tools.mcp  # noqa: F401
-    from agcore_sync.tools.mcp.http import HttpTransport
-    from agcore_sync.tools.mcp.stdio import StdioTransport
+    import agcore_sync.mcp  # noqa: F401
+    from agcore_sync.mcp.transports.http import HttpTransport
+    from agcore_sync.mcp.transports.stdio import StdioTransport
 
     before = _peak_kib()
     error: Optional[BaseException] = None

@@ -21,9 +21,9 @@ import pytest
 from agcore_sync._http.sse import DEFAULT_MAX_EVENT_SIZE, EventTooLarge, SseParser
 from agcore_sync.llm._http_provider import ERROR_BODY_LIMIT, ERROR_QUOTE_CHARS
 from agcore_sync.llm.openai import OpenAIProvider
-from agcore_sync.tools.mcp.http import HttpTransport
-from agcore_sync.tools.mcp.stdio import StdioTransport
-from agcore_sync.tools.mcp.transport import DEFAULT_MAX_MESSAGE_SIZE
+from agcore_sync.mcp.transports.base import DEFAULT_MAX_MESSAGE_SIZE
+from agcore_sync.mcp.transports.http import HttpTransport
+from agcore_sync.mcp.transports.stdio import StdioTransport
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024

@@ -36,8 +36,8 @@ from typing import Any, List, Optional, Tuple
 import attrs
 import pytest
 
+from agcore_sync.mcp import McpClient, McpToolResult, RestartPolicy, StdioTransport
 from agcore_sync.tools.error import McpConnectionError, McpError, McpTimeoutError
-from agcore_sync.tools.mcp import McpClient, McpToolResult, RestartPolicy, StdioTransport
 from tests.mcp_servers.chaos_server import plan
 
 CHAOS_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_servers" / "chaos_server.py")

@@ -63,9 +63,10 @@ from agcore_sync.llm.types import (
     Usage,
 )
 from agcore_sync.loop.cycle import CycleConfig
+from agcore_sync.mcp import McpClient, StdioTransport
+from agcore_sync.mcp.shared import jsonrpc
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import PermissionDeniedError
-from agcore_sync.tools.mcp import McpClient, StdioTransport, jsonrpc
 from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig
 from agcore_sync.tools.registry import ToolRegistry
 from tests.support.sse import parse, split_at

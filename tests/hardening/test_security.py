@@ -26,10 +26,10 @@ from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.retry import RetryConfig, RetryProvider
 from agcore_sync.llm.types import Message, MessageRequest, Role, ToolUseBlock
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+from agcore_sync.mcp import StdioTransport
+from agcore_sync.mcp.transports.http import HttpTransport
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import InvalidArgumentsError, ToolError
-from agcore_sync.tools.mcp import StdioTransport
-from agcore_sync.tools.mcp.http import HttpTransport
 from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig
 from agcore_sync.tools.registry import ToolRegistry
 from tests.support.http_server import LocalHttpServer
@@ -376,8 +376,8 @@ def test_no_log_record_field_and_no_span_carries_an_api_key(api, caplog):
 
 def test_no_key_auth_header_or_token_reaches_a_cassette_even_when_servers_echo_them(stream_server, tmp_path):
     from agcore_sync.llm.types import Message, MessageRequest
+    from agcore_sync.mcp import McpClient
     from agcore_sync.testing import RecordingProvider, RecordingTransport
-    from agcore_sync.tools.mcp import McpClient
     from tests.mcp_servers.scripted_http import ScriptedServer
     from tests.support.wire import openai_error_body, openai_text_stream
 

@@ -26,9 +26,9 @@ from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.responses import OpenAIResponsesProvider
 from agcore_sync.llm.types import Message, MessageRequest
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+from agcore_sync.mcp import McpClient
+from agcore_sync.mcp.transports.http import HttpTransport
 from agcore_sync.tools.function import tool
-from agcore_sync.tools.mcp import McpClient
-from agcore_sync.tools.mcp.http import HttpTransport
 from agcore_sync.tools.registry import ToolRegistry
 from tests.support import bedrock_wire, responses_wire
 from tests.support.gemini import gemini_chunk, gemini_sse, gemini_usage

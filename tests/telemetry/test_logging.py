@@ -123,7 +123,7 @@ def test_the_fields_reach_a_json_formatter(records):
 
 def test_every_library_logger_has_the_filter():
     import agcore_sync.agent.session  # noqa: F401 - import the modules that make loggers
-    import agcore_sync.tools.mcp  # noqa: F401
+    import agcore_sync.mcp  # noqa: F401
 
     names = [n for n in logging.Logger.manager.loggerDict if n.startswith("agcore_sync.") and
              isinstance(logging.Logger.manager.loggerDict[n], logging.Logger) and not n.startswith("agcore_sync.tests")

@@ -14,9 +14,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.llm.mock import MockProvider
+from agcore_sync.mcp import McpClient, StdioTransport
 from agcore_sync.tools.error import McpError
 from agcore_sync.tools.function import tool
-from agcore_sync.tools.mcp import McpClient, StdioTransport
 from agcore_sync.tools.registry import ToolRegistry
 
 WAIT = 5.0

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from agcore_sync.mcp import McpClient, StdioTransport
 from agcore_sync.testing import CassetteError, CassetteMismatchError, RecordingTransport, ReplayTransport
-from agcore_sync.tools.mcp import McpClient, StdioTransport
 
 RAW_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_servers" / "raw_server.py")
 ROOTS = [{"uri": "file:///srv/notes", "name": "notes"}]

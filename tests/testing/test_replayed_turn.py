@@ -23,9 +23,9 @@ from agcore_sync.hooks import Approve
 from agcore_sync.llm.events import ApprovalRequired, CostUpdate, ToolExecutionCompleted
 from agcore_sync.llm.openai import OpenAIProvider
 from agcore_sync.llm.provider import LlmProvider
+from agcore_sync.mcp import McpClient, StdioTransport, Transport
 from agcore_sync.testing import RecordingProvider, RecordingTransport, ReplayProvider, ReplayTransport
 from agcore_sync.tools.function import tool
-from agcore_sync.tools.mcp import McpClient, StdioTransport, Transport
 from agcore_sync.tools.registry import ToolRegistry
 from tests.support.wire import openai_text_stream, openai_tool_call_stream
 

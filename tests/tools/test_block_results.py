@@ -12,10 +12,10 @@ from agcore_sync.llm.media import ImageBlock
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import Role, TextBlock, ToolResultBlock
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+from agcore_sync.mcp import McpClient, StdioTransport
+from agcore_sync.mcp.tools import content_blocks
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.invocation import ToolInvocation
-from agcore_sync.tools.mcp import McpClient, StdioTransport
-from agcore_sync.tools.mcp.adapter import content_blocks
 from agcore_sync.tools.registry import ToolRegistry
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)

@@ -24,7 +24,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from agcore_sync.tools.mcp import McpClient, StdioTransport
+from agcore_sync.mcp import McpClient, StdioTransport
 
 SERVERS = Path(__file__).resolve().parents[2] / "mcp_servers"
 SDK_SERVER = str(SERVERS / "sdk_server.py")

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from agcore_sync import McpAuthError
-from agcore_sync.tools.mcp import HttpTransport, McpClient
-from agcore_sync.tools.mcp.auth import InMemoryTokenStorage, McpOAuth, headless_authorize
+from agcore_sync.mcp import HttpTransport, McpClient
+from agcore_sync.mcp.auth import InMemoryTokenStorage, McpOAuth, headless_authorize
 from tests.mcp_servers.oauth_server import OAuthWorld
 
 TIMEOUT = 10.0

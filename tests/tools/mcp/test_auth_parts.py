@@ -23,8 +23,8 @@ from agcore_sync import (
     OAuthToken,
     TokenStorage,
 )
-from agcore_sync.tools.mcp.auth import discovery, flows
-from agcore_sync.tools.mcp.auth.jwt_assertion import private_key_signer
+from agcore_sync.mcp.auth import discovery, flows
+from agcore_sync.mcp.auth.jwt_assertion import private_key_signer
 
 
 def test_a_bearer_challenge_gives_its_resource_metadata_scope_and_error():
@@ -183,7 +183,7 @@ def test_mcp_oauth_repr_shows_no_secret():
 
 
 def test_the_oauth_modules_import_no_optional_package():
-    code = ("import sys, agcore_sync.tools.mcp.auth, agcore_sync.tools.mcp.http; "
+    code = ("import sys, agcore_sync.mcp.auth, agcore_sync.mcp.transports.http; "
             "assert not [m for m in sys.modules if m.startswith('cryptography')], 'cryptography imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, stdin=subprocess.DEVNULL)
 

@@ -16,7 +16,7 @@ import threading
 from typing import List
 
 from agcore_sync import FileTokenStorage, OAuthToken
-from agcore_sync.tools.mcp.auth.storage import LOCK_SUFFIX
+from agcore_sync.mcp.auth.storage import LOCK_SUFFIX
 
 PROCESSES = 4
 WRITES = 50

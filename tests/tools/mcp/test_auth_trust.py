@@ -21,9 +21,9 @@ import requests
 from requests.adapters import BaseAdapter
 
 from agcore_sync import McpAuthError
-from agcore_sync.tools.mcp import HttpTransport, McpClient
-from agcore_sync.tools.mcp.auth import InMemoryTokenStorage, McpOAuth, headless_authorize
-from agcore_sync.tools.mcp.auth import _guard as guard
+from agcore_sync.mcp import HttpTransport, McpClient
+from agcore_sync.mcp.auth import InMemoryTokenStorage, McpOAuth, headless_authorize
+from agcore_sync.mcp.auth import _guard as guard
 from tests.mcp_servers.oauth_server import OAuthWorld
 
 TIMEOUT = 10.0

@@ -24,9 +24,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 import requests
 
+from agcore_sync.mcp import McpClient
+from agcore_sync.mcp.transports.http import CONNECTION_CLOSED, HttpTransport
 from agcore_sync.tools.error import McpConnectionError, McpError, McpTimeoutError
-from agcore_sync.tools.mcp import McpClient
-from agcore_sync.tools.mcp.http import CONNECTION_CLOSED, HttpTransport
 
 SERVERS = Path(__file__).resolve().parents[2] / "mcp_servers"
 SDK_SERVER = SERVERS / "sdk_server.py"
@@ -374,7 +374,7 @@ def test_mcp_client_over_http_fails_fast_once_the_server_ended_the_session(sdk_h
 
 
 def test_with_a_restart_policy_a_stale_session_is_reinitialised_and_the_refused_call_sent_again(sdk_http_server):
-    from agcore_sync.tools.mcp import RestartPolicy
+    from agcore_sync.mcp import RestartPolicy
 
     url = sdk_http_server()
     transport = HttpTransport(url)

@@ -19,9 +19,9 @@ from typing import Any, Iterator, List
 
 import pytest
 
-from agcore_sync.tools.mcp import McpClient
-from agcore_sync.tools.mcp._http_routing import header_value, routing_headers
-from agcore_sync.tools.mcp.http import HttpTransport
+from agcore_sync.mcp import McpClient
+from agcore_sync.mcp.transports._http_routing import header_value, routing_headers
+from agcore_sync.mcp.transports.http import HttpTransport
 from tests.mcp_servers.scripted_http import ScriptedServer
 
 SDK_SERVER = Path(__file__).resolve().parents[2] / "mcp_servers" / "sdk_server.py"

@@ -9,9 +9,9 @@ import pytest
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.llm.types import Role
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
+from agcore_sync.mcp import McpTool
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import McpConnectionError, McpError, ToolExecutionError
-from agcore_sync.tools.mcp import McpTool
 from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig
 from agcore_sync.tools.registry import ToolRegistry
 

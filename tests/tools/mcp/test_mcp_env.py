@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agcore_sync.tools.mcp import StdioTransport
+from agcore_sync.mcp import StdioTransport
 
 
 def server_env_keys(open_client, sdk_server, **kwargs):

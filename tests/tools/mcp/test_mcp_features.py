@@ -10,11 +10,11 @@ import pytest
 
 from agcore_sync import CycleConfig, ImageBlock, LlmCycle, MockProvider, TextBlock, ToolRegistry
 from agcore_sync.llm.types import MessageRequest, Role
+from agcore_sync.mcp import McpTool, McpToolResult, sampling_handler_for
+from agcore_sync.mcp.client.sampling import USER_REJECTED
+from agcore_sync.mcp.shared.content import mcp_blocks, mcp_message
+from agcore_sync.mcp.shared.pages import fetch_all
 from agcore_sync.tools.error import McpConnectionError, McpError
-from agcore_sync.tools.mcp import McpTool, McpToolResult, sampling_handler_for
-from agcore_sync.tools.mcp._pages import fetch_all
-from agcore_sync.tools.mcp.content import mcp_blocks, mcp_message
-from agcore_sync.tools.mcp.sampling import USER_REJECTED
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(8)).decode()
 
@@ -31,11 +31,11 @@ def test_every_list_follows_next_cursor_to_the_end(open_client, raw_server):
 
 
 def test_a_server_repeating_a_cursor_is_an_error_not_a_loop():
-    def request(method: str, params: Optional[Dict[str, Any]], *, timeout: Any) -> Dict[str, Any]:
+    def request(method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         return {"resources": [{"uri": "x://1"}], "nextCursor": "again"}
 
     with pytest.raises(McpError, match="repeated"):
-        fetch_all(request, "resources/list", "resources", "loop", timeout=None)
+        fetch_all(request, "resources/list", "resources", "loop")
 
 
 # -- one broken tool does not sink the turn ---------------------------------------------

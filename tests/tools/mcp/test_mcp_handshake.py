@@ -7,8 +7,8 @@ import json
 import pytest
 
 import agcore_sync
+from agcore_sync.mcp import McpClient, StdioTransport
 from agcore_sync.tools.error import McpError, McpNotInitializedError
-from agcore_sync.tools.mcp import McpClient, StdioTransport
 
 HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agcore_sync.tools.mcp import jsonrpc
+from agcore_sync.mcp.shared import jsonrpc
 
 
 def test_a_request_has_the_version_id_method_and_params():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agcore_sync.tools.mcp.client import McpClient
+from agcore_sync.mcp.client.session import McpClient
 
 
 def test_the_client_composes_its_parts_instead_of_inheriting_them():

@@ -1,8 +1,8 @@
-"""The agcore_sync.tools.mcp package exports its public names."""
+"""The agcore_sync.mcp package exports its public names."""
 
 from __future__ import annotations
 
-import agcore_sync.tools.mcp as mcp
+import agcore_sync.mcp as mcp
 
 
 def test_every_exported_name_is_importable_and_documented():

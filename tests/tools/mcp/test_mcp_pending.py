@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from agcore_sync.mcp.client._pending import PendingTable, result_of
 from agcore_sync.tools.error import McpConnectionError, McpError
-from agcore_sync.tools.mcp._pending import PendingTable, result_of
 
 ANSWER = {"jsonrpc": "2.0", "id": 1, "result": {"ok": True}}
 

@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from agcore_sync.mcp import HttpTransport, McpClient, RestartPolicy, StdioTransport
 from agcore_sync.tools.error import McpConnectionError, McpError, McpTimeoutError
-from agcore_sync.tools.mcp import HttpTransport, McpClient, RestartPolicy, StdioTransport
 
 CHAOS_SERVER = str(Path(__file__).resolve().parents[2] / "mcp_servers" / "chaos_server.py")
 #: Bound on waiting for a server event; far above what a healthy run needs.

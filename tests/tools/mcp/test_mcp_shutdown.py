@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from agcore_sync.mcp.transports.stdio import FORCE_KILL_TIMEOUT, PROCESS_TERMINATION_TIMEOUT
 from agcore_sync.tools.error import McpConnectionError
-from agcore_sync.tools.mcp.stdio import FORCE_KILL_TIMEOUT, PROCESS_TERMINATION_TIMEOUT
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "node"
 #: Slack on top of the transport's own bounds, for a loaded machine.

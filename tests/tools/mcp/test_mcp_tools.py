@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from agcore_sync.llm.types import ToolDef
+from agcore_sync.mcp import McpToolResult
 from agcore_sync.tools.error import McpError
-from agcore_sync.tools.mcp import McpToolResult
 
 SDK_TOOLS = {
     "echo", "add", "slow", "fail", "rpc_error", "structured", "nbytes", "env_keys", "change_tools", "progress",

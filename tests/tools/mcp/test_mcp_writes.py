@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from agcore_sync.mcp.shared import jsonrpc
 from agcore_sync.tools.error import McpConnectionError
-from agcore_sync.tools.mcp import jsonrpc
 
 CALL_TIMEOUT = 30.0
 #: "At once": the loss report waits at most for the exit code and the stderr

@@ -19,8 +19,8 @@ from typing import List
 
 import pytest
 
-from agcore_sync.tools.mcp import McpClient, StdioTransport
-from agcore_sync.tools.mcp.protocol import KNOWN_VERSIONS
+from agcore_sync.mcp import McpClient, StdioTransport
+from agcore_sync.mcp.shared.protocol import KNOWN_VERSIONS
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "node"
 MODULES = NODE_DIR / "node_modules"

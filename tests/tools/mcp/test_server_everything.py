@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator, List, Tuple
 import pytest
 
 from agcore_sync import ImageBlock, MockProvider, TextBlock, sampling_handler_for
+from agcore_sync.mcp import HttpTransport, McpClient, StdioTransport
 from agcore_sync.tools.error import McpError
-from agcore_sync.tools.mcp import HttpTransport, McpClient, StdioTransport
 from tests.support.everything import EverythingHttp, everything_argv
 
 #: Seconds each answer may take: the first one includes Node's start-up.
