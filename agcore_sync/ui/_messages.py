@@ -9,14 +9,14 @@ message per call. :class:`MessageBuilder` does that regrouping, and
 from __future__ import annotations
 
 import json
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Tuple
 
 from agcore_sync.errors import AgcoreError
 from agcore_sync.llm.content import ContentBlock
 from agcore_sync.llm.media import DocumentBlock, ImageBlock
 from agcore_sync.llm.types import Message, Role, TextBlock, ToolUseBlock
 
-__all__ = ["UiRequestError", "MessageBuilder", "json_text"]
+__all__ = ["UiRequestError", "MessageBuilder", "json_text", "nested_call"]
 
 
 class UiRequestError(AgcoreError, ValueError):
@@ -35,6 +35,24 @@ class UiRequestError(AgcoreError, ValueError):
 
     def __reduce__(self) -> Any:
         return (type(self), (self.field, str(self).split(": ", 1)[-1]))
+
+
+def nested_call(event: Any) -> Tuple[Optional[str], Any]:
+    """Return ``(call path, tool event)`` of a sub-agent's tool event, else ``(None, innermost event)``.
+
+    ``event`` is a ``SubagentEvent``; the path joins the agent tool calls'
+    ids and the inner call's id with ``/`` (``a1/m1/e1``), the id a nested
+    approval request names. Only ``ToolExecutionStarted`` and
+    ``ToolExecutionCompleted`` have a path: a UI shows a sub-agent's tool
+    calls, not its text.
+    """
+    ids = []
+    while getattr(event, "type", None) == "subagent_event":
+        ids.append(event.tool_call_id)
+        event = event.event
+    if getattr(event, "type", None) not in ("tool_execution_started", "tool_execution_completed"):
+        return None, event
+    return "/".join([*ids, event.tool_call_id]), event
 
 
 def json_text(obj: Mapping[str, Any], key: str, where: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 from agcore_sync.hooks import Approve, Decision, Deny
 from agcore_sync.llm.types import Message, Role, TextBlock, ToolUseBlock
 from agcore_sync.ui._frames import FrameStream
-from agcore_sync.ui._messages import UiRequestError, file_block, json_text
+from agcore_sync.ui._messages import UiRequestError, file_block, json_text, nested_call
 
 __all__ = ["to_ag_ui", "from_ag_ui", "ag_ui_decisions", "APPROVAL_SCHEMA"]
 
@@ -78,6 +78,7 @@ class _AgUiStream(FrameStream):
             "content_block_end": self._block_end, "cost_update": self._cost_update,
             "message_complete": self._message_complete, "tool_execution_completed": self._tool_completed,
             "error": self._error, "approval_required": self._approval_required,
+            "subagent_event": self._subagent_event,
         }
 
     def begin(self) -> List[Dict[str, Any]]:
@@ -206,10 +207,27 @@ class _AgUiStream(FrameStream):
 
     # -- the loop's events ------------------------------------------------------
 
-    def _tool_completed(self, event: Any) -> List[Dict[str, Any]]:
-        return [{"type": "TOOL_CALL_RESULT", "messageId": f"{event.tool_call_id}-result",
-                 "toolCallId": event.tool_call_id, "content": event.output or event.result_summary,
-                 "role": "tool"}]
+    def _tool_completed(self, event: Any, call_id: Optional[str] = None) -> List[Dict[str, Any]]:
+        call_id = call_id or event.tool_call_id
+        return [{"type": "TOOL_CALL_RESULT", "messageId": f"{call_id}-result",
+                 "toolCallId": call_id, "content": event.output or event.result_summary, "role": "tool"}]
+
+    def _subagent_event(self, event: Any) -> List[Dict[str, Any]]:
+        # A sub-agent's tool calls are tool calls of the round's message, their ids the path of call ids.
+        call_path, inner = nested_call(event)
+        if call_path is None:
+            return []
+        if inner.type == "tool_execution_started":
+            if self._tools.get(call_path):
+                return []
+            self._tools[call_path] = True
+            events = [{"type": "TOOL_CALL_START", "toolCallId": call_path, "toolCallName": inner.tool_name,
+                       "parentMessageId": self._message_id}]
+            if inner.arguments:
+                events.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_path, "delta": inner.arguments})
+            events.append({"type": "TOOL_CALL_END", "toolCallId": call_path})
+            return events
+        return self._tool_completed(inner, call_path)
 
     def _error_events(self, message: str) -> List[Dict[str, Any]]:
         self._failed = True  # RUN_ERROR ends the run: nothing may follow it

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from agcore_sync.hooks import Approve, Decision, Deny
 from agcore_sync.llm.types import Message
 from agcore_sync.ui._frames import FrameStream
-from agcore_sync.ui._messages import MessageBuilder, UiRequestError, json_text, output_text
+from agcore_sync.ui._messages import MessageBuilder, UiRequestError, json_text, nested_call, output_text
 
 __all__ = ["AI_SDK_HEADERS", "to_ai_sdk", "from_ai_sdk", "ai_sdk_decisions"]
 
@@ -92,6 +92,7 @@ class _AiSdkStream(FrameStream):
             "content_block_end": self._block_end, "cost_update": self._cost_update,
             "message_complete": self._message_complete, "tool_execution_completed": self._tool_completed,
             "error": self._error, "approval_required": self._approval_required,
+            "subagent_event": self._subagent_event,
         }
 
     def begin(self) -> List[Dict[str, Any]]:
@@ -226,11 +227,27 @@ class _AiSdkStream(FrameStream):
 
     # -- the loop's events ------------------------------------------------------
 
-    def _tool_completed(self, event: Any) -> List[Dict[str, Any]]:
+    def _tool_completed(self, event: Any, call_id: Optional[str] = None) -> List[Dict[str, Any]]:
         text = event.output or event.result_summary
+        call_id = call_id or event.tool_call_id
         if event.is_error:
-            return [{"type": "tool-output-error", "toolCallId": event.tool_call_id, "errorText": text}]
-        return [{"type": "tool-output-available", "toolCallId": event.tool_call_id, "output": _parsed(text)}]
+            return [{"type": "tool-output-error", "toolCallId": call_id, "errorText": text}]
+        return [{"type": "tool-output-available", "toolCallId": call_id, "output": _parsed(text)}]
+
+    def _subagent_event(self, event: Any) -> List[Dict[str, Any]]:
+        # A sub-agent's tool calls become tool parts of their own, their ids the path of call ids
+        # ("a1/m1/e1", the id a nested approval request names); its text stays inside the agent tool.
+        call_path, inner = nested_call(event)
+        if call_path is None:
+            return []
+        if inner.type == "tool_execution_started":
+            if call_path in self._inputs:
+                return []
+            self._inputs[call_path] = inner.tool_name
+            return [{"type": "tool-input-start", "toolCallId": call_path, "toolName": inner.tool_name},
+                    {"type": "tool-input-available", "toolCallId": call_path, "toolName": inner.tool_name,
+                     "input": inner.parsed_arguments}]
+        return self._tool_completed(inner, call_path)
 
     def _error_chunks(self, message: str) -> List[Dict[str, Any]]:
         self._stop = "error"

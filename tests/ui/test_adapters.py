@@ -253,3 +253,24 @@ def test_structured_output_reaches_the_ai_sdk_as_a_data_part_and_ag_ui_as_the_ru
     assert {"type": "data-output", "data": {"city": "Paris"}} in ai
     ag = _chunks(to_ag_ui([MessageComplete(response)], thread_id="t", run_id="r"))
     assert ag[-1]["result"] == {"city": "Paris"} and ag[-1]["outcome"] == {"type": "success"}
+
+
+def test_a_sub_agents_tool_calls_become_tool_calls_named_by_their_path_and_its_text_stays_inside():
+    from agcore_sync import SubagentEvent
+    from agcore_sync.llm.events import ToolExecutionStarted
+
+    started = SubagentEvent("a1", "mailer", SubagentEvent("m1", "sender", ToolExecutionStarted("send", "e1",
+                                                                                               '{"to": "bob"}')))
+    done = SubagentEvent("a1", "mailer", SubagentEvent("m1", "sender", ToolExecutionCompleted(
+        "send", "e1", "ok", False, 0.1, output="ok")))
+    text = SubagentEvent("a1", "mailer", TextDelta("inner words"))
+    ai = _chunks(to_ai_sdk([started, started, text, done]))
+    assert ai[1:-2] == [
+        {"type": "tool-input-start", "toolCallId": "a1/m1/e1", "toolName": "send"},
+        {"type": "tool-input-available", "toolCallId": "a1/m1/e1", "toolName": "send", "input": {"to": "bob"}},
+        {"type": "tool-output-available", "toolCallId": "a1/m1/e1", "output": "ok"},
+    ]
+    ag = _chunks(to_ag_ui([started, text, done], thread_id="t", run_id="r"))
+    assert [(e["type"], e.get("toolCallId")) for e in ag[1:-1]] == [
+        ("TOOL_CALL_START", "a1/m1/e1"), ("TOOL_CALL_ARGS", "a1/m1/e1"), ("TOOL_CALL_END", "a1/m1/e1"),
+        ("TOOL_CALL_RESULT", "a1/m1/e1")]

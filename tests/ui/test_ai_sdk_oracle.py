@@ -137,3 +137,45 @@ def test_reasoning_reaches_the_ui_without_its_signature_and_structured_output_as
     [reasoning] = [p for p in seen["message"]["parts"] if p["type"] == "reasoning"]
     assert reasoning["text"] == "Let me think."
     server.sessions["chat-4"].registry.close()
+
+
+def test_a_sub_agents_paused_tool_shows_as_its_own_part_and_its_approval_resumes_both(ui_server):
+    from agcore_sync import agent_tool
+
+    inner_provider = MockProvider([MockProvider.tool_calls(("e1", "send_email", {"to": "ann@example.com"})),
+                                   MockProvider.text("Sent.")])
+    inner_registry = ToolRegistry()
+    inner_registry.register(send_email)
+
+    def mailer() -> AgentSession:
+        return AgentSession(inner_provider, registry=inner_registry)
+
+    parent_provider = MockProvider([MockProvider.tool_calls(("a1", "mailer", {"input": "email Ann"})),
+                                    MockProvider.text("Done.")])
+
+    def parent() -> AgentSession:
+        registry = ToolRegistry()
+        registry.register(agent_tool(mailer, name="mailer", description="Sends emails."))
+        return AgentSession(parent_provider, registry=registry)
+
+    server = ui_server(parent)
+    user = _user("Email Ann")
+    first = ui_client("ai-sdk", server.url + "/ai-sdk", {"id": "chat-5", "messages": [user]})
+    assert first["invalid"] == [] and first["errors"] == []
+    parts = {p["toolCallId"]: p for p in first["message"]["parts"] if p["type"].startswith("tool-")}
+    assert parts["a1/e1"]["type"] == "tool-send_email" and parts["a1/e1"]["state"] == "approval-requested"
+    assert parts["a1/e1"]["input"] == {"to": "ann@example.com"}
+
+    answered = copy.deepcopy(first["message"])
+    for p in answered["parts"]:
+        if p.get("toolCallId") == "a1/e1":
+            p.update(state="approval-responded", approval={"id": "a1/e1", "approved": True})
+    second = ui_client("ai-sdk", server.url + "/ai-sdk", {"id": "chat-5", "messages": [user, answered]},
+                       previous=answered)
+    assert second["invalid"] == [] and second["errors"] == []
+    parts = {p["toolCallId"]: p for p in second["message"]["parts"] if p["type"].startswith("tool-")}
+    assert parts["a1/e1"]["state"] == "output-available" and parts["a1/e1"]["output"] == "sent to ann@example.com"
+    assert parts["a1"]["state"] == "output-available" and parts["a1"]["output"] == "Sent."
+    assert [p["text"] for p in second["message"]["parts"] if p["type"] == "text"] == ["Done."]
+    server.sessions["chat-5"].registry.close()
+    inner_registry.close()
