@@ -29,8 +29,7 @@ from agcore_sync import _check
 from agcore_sync.agent import _roster
 from agcore_sync.agent._ended_turns import EndedTurns
 from agcore_sync.agent._format import FORMAT_VERSION, check_document
-from agcore_sync.agent._session_stores import SessionPersistence
-from agcore_sync.agent._store_mark import StoreMark
+from agcore_sync.agent._store_mark import StoreMark, read_stored, unreadable
 from agcore_sync.agent._turn_scope import OpenTurn
 from agcore_sync.agent.approval import cancelled_record, check_decisions, load_paused
 from agcore_sync.agent.errors import AgentError, TurnNotPausedError, TurnPausedError
@@ -46,6 +45,7 @@ from agcore_sync.loop.tool_loop import OutputPlan, ToolLoop, TurnRecord
 from agcore_sync.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agcore_sync.agent.store import SessionStore
     from agcore_sync.agent.turn_stream import TurnStream
     from agcore_sync.llm.events import ToolApprovalRequest
     from agcore_sync.loop.pause import PausedTurn
@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AgentSession", "FORMAT_VERSION"]
 
 
-class AgentSession(SessionPersistence):
+class AgentSession:
     """A conversation with tools, kept across turns.
 
     Args:
@@ -468,6 +468,49 @@ class AgentSession(SessionPersistence):
                                   (data.get("usage_by_agent") or {}).items()}
         _roster.restore(session, data.get("agents"))  # back at the agent it was handed off to
         return session
+
+    @classmethod
+    def load(cls, store: SessionStore, session_id: str, *, provider: LlmProvider,
+             registry: Optional[ToolRegistry] = None, hooks: Optional[Hooks] = None, compact: Any = None,
+             pricing: PricingArg = None) -> AgentSession:
+        """Load a session from a :class:`~agcore_sync.agent.store.SessionStore`.
+
+        The session remembers the version it loaded, so that a later
+        :meth:`save` to the same store and id overwrites exactly that
+        version. The other arguments are those of :meth:`from_dict`.
+
+        Raises:
+            SessionNotFoundError: the store has no such session (also a ``KeyError``).
+            SessionStoreError: the stored session is corrupt or of an unknown
+                format; the store is left as it is.
+        """
+        # Argument mistakes are the caller's (TypeError), not a corrupt stored session.
+        check_parts("AgentSession.load", provider, None, hooks)
+        _check.optional_instance("AgentSession.load", "registry", registry, ToolRegistry, "a ToolRegistry")
+        stored = read_stored(store, session_id)
+        try:
+            session = cls.from_dict(stored.data, provider=provider, registry=registry, hooks=hooks,
+                                    compact=compact, pricing=pricing)
+        except (AgentError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise unreadable(store, session_id, stored, exc) from exc
+        session._stored.remember(store, session_id, stored.version)
+        return session
+
+    def save(self, store: SessionStore, session_id: str) -> int:
+        """Save :meth:`to_dict` to ``store`` under ``session_id``; return the new version.
+
+        The save expects the version this session last loaded from or saved
+        to that store and id (a session never stored there must be new), so
+        a save from a stale copy raises instead of overwriting another
+        worker's turns. Save after a turn has ended.
+
+        Raises:
+            SessionConflictError: the stored version is not the expected one
+                (load again, redo the turn, save); nothing was written.
+        """
+        version = store.save(session_id, self.to_dict(), self._stored.expected(store, session_id))
+        self._stored.remember(store, session_id, version)
+        return version
 
 
 def __getattr__(name: str) -> Any:  # TurnStream, defined in agent.turn_stream, stays importable from here
