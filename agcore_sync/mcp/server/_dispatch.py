@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["serve", "RESOURCE_NOT_FOUND", "SUPPORTED_VERSIONS"]
 
-logger = _instrument.get_logger("agcore_sync.mcp.server")
+logger = _instrument.get_logger("agcore_sync.mcp.serving")
 
 #: MCP's error code for a resource that does not exist.
 RESOURCE_NOT_FOUND = -32002

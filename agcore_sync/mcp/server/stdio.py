@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["serve_stdio", "DRAIN_TIMEOUT"]
 
-logger = _instrument.get_logger("agcore_sync.mcp.server")
+logger = _instrument.get_logger("agcore_sync.mcp.serving")
 
 #: How long the end of stdin waits for requests still running (seconds).
 DRAIN_TIMEOUT = 5.0

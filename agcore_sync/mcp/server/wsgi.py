@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["McpWsgiApp", "LOOPBACK_HOSTS"]
 
-logger = _instrument.get_logger("agcore_sync.mcp.server")
+logger = _instrument.get_logger("agcore_sync.mcp.serving")
 
 #: The Host names allowed when ``allowed_hosts`` is None (any port).
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
