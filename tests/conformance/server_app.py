@@ -1,4 +1,4 @@
-"""The conformance suite's test server, built only on McpServer: every tool, resource and prompt its server scenarios name.
+"""The conformance suite's test server, built only on McpServer: the tools, resources and prompts it names.
 
 Served by gunicorn (``gunicorn -k gthread --threads 32 tests.conformance.server_app:app``)
 from tests/conformance/run_server.sh. The scenarios' delays (50 ms between
