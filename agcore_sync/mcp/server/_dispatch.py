@@ -74,6 +74,8 @@ def serve(server: McpServer, session: ServerSession, message: Dict[str, Any], si
     finally:
         _leave(token)
         session.end(request_id)
+    if cancel.is_set():
+        return None  # the client cancelled: the specification says not to answer
     if session.protocol_version == proto.MODERN_VERSION:
         result = {**result, "_meta": {**result.get("_meta", {}), proto.SERVER_INFO_META_KEY: server.info}}
     return jsonrpc.result_response(request_id, result)

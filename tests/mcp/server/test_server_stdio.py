@@ -1,0 +1,146 @@
+"""McpServer.run_stdio in process, over pipes: bad input, cancellation, and the end of stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any, Dict, Iterator
+
+import pytest
+from demo_server import make_server as make_demo
+
+from agcore_sync.mcp.server.stdio import serve_stdio
+
+#: Bound on every wait for an answer or the server's end (seconds).
+WAIT = 30.0
+
+
+class Pipes:
+    """A server on a thread of its own, fed and read through two pipes."""
+
+    def __init__(self, server: Any = None, max_message_size: int = 1 << 20) -> None:
+        self.server = server if server is not None else make_demo()
+        client_in, server_out = os.pipe()
+        server_in, client_out = os.pipe()
+        self.to_server = os.fdopen(client_out, "wb", buffering=0)
+        self.from_server = os.fdopen(client_in, "rb")
+        self._server_files = (os.fdopen(server_in, "rb"), os.fdopen(server_out, "wb"))
+        self.thread = threading.Thread(target=serve_stdio, args=(self.server, *self._server_files, max_message_size),
+                                       name="test-stdio-server", daemon=True)
+        self.thread.start()
+
+    def send(self, message: Any) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
+        self.to_server.write(data)
+
+    def read(self) -> Dict[str, Any]:
+        line = self.from_server.readline()
+        assert line, "the server closed stdout"
+        return json.loads(line)
+
+    def initialize(self, capabilities: Any = None) -> None:
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities or {},
+            "clientInfo": {"name": "t", "version": "0"}}})
+        assert self.read()["result"]["serverInfo"]["name"] == "demo"
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> None:
+        self.to_server.close()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+        self.server.close()
+        self.from_server.close()
+        for handle in self._server_files:
+            handle.close()
+
+
+@pytest.fixture
+def pipes() -> Iterator[Pipes]:
+    opened = Pipes(max_message_size=4096)
+    yield opened
+    opened.close()
+
+
+def test_a_line_that_is_not_json_rpc_gets_a_parse_error_and_the_server_keeps_serving(pipes) -> None:
+    pipes.initialize()
+    pipes.send(b'{"jsonrpc": "2.0", "id": 1, "method": \n')
+    error = pipes.read()
+    assert error["id"] is None and error["error"]["code"] == -32700
+    pipes.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert pipes.read() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_unknown_methods_and_bad_params_get_their_json_rpc_errors(pipes) -> None:
+    pipes.initialize()
+    pipes.send({"jsonrpc": "2.0", "id": 1, "method": "no/such"})
+    assert pipes.read()["error"]["code"] == -32601
+    pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": [1, 2]})
+    assert pipes.read()["error"]["code"] == -32602
+    pipes.send({"jsonrpc": "2.0", "id": 3, "method": "resources/list", "params": {"cursor": "!!"}})
+    assert pipes.read()["error"]["code"] == -32602
+    pipes.send({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "loud"}})
+    assert pipes.read()["error"]["code"] == -32602
+
+
+def test_an_oversized_line_is_refused_whole_and_the_next_line_is_served(pipes) -> None:
+    pipes.initialize()
+    pipes.send(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * 10000 + b'"}}\n')
+    assert pipes.read()["error"]["code"] == -32600
+    pipes.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert pipes.read() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_a_cancelled_call_tells_the_tool_and_gets_no_answer(pipes) -> None:
+    pipes.initialize()
+    pipes.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "hang", "arguments": {}}})
+    pipes.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}})
+    pipes.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "add",
+                                                                                "arguments": {"a": 1, "b": 1}}})
+    answer = pipes.read()
+    assert answer["id"] == 6 and answer["result"]["structuredContent"] == {"result": 2}
+
+
+def test_the_end_of_stdin_ends_the_session_and_a_waiting_sampling_request_fails(pipes) -> None:
+    pipes.initialize({"sampling": {}})
+    pipes.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "ask_model",
+                                                                                "arguments": {"question": "q"}}})
+    asked = pipes.read()
+    assert asked["method"] == "sampling/createMessage" and asked["params"]["maxTokens"] == 20
+    # The fixture's close() shuts stdin: serve_stdio must return, the tool's wait end, every thread stop.
+
+
+def test_pagination_walks_long_lists_with_cursors() -> None:
+    opened = Pipes(make_demo(page_size=2))
+    try:
+        opened.initialize()
+        names = []
+        cursor = None
+        for page in range(10):
+            params = {} if cursor is None else {"cursor": cursor}
+            opened.send({"jsonrpc": "2.0", "id": page + 1, "method": "tools/list", "params": params})
+            result = opened.read()["result"]
+            assert len(result["tools"]) <= 2
+            names += [t["name"] for t in result["tools"]]
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                break
+        assert names == [t.name for t in opened.server.registry.definitions()]
+        assert len(names) > 4
+    finally:
+        opened.close()
+
+
+def test_closing_the_server_stops_its_worker_threads() -> None:
+    opened = Pipes()
+    opened.initialize()
+    opened.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add",
+                                                                                "arguments": {"a": 1, "b": 1}}})
+    assert opened.read()["id"] == 1
+    workers = [t for t in threading.enumerate() if t.name.startswith("agcore-mcp-serve-")]
+    assert workers
+    opened.close()
+    for thread in workers:
+        thread.join(WAIT)
+        assert not thread.is_alive()
