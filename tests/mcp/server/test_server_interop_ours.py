@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Dict, List
 
 import pytest
@@ -96,13 +97,36 @@ def test_prompts_render_with_arguments_and_bad_arguments_are_invalid_params(conn
     assert client.complete(("prompt", "greet"), "tone", "w") == ["warm", "wry"]
 
 
-def test_progress_and_logs_from_a_tool_reach_the_client(connect, caplog) -> None:
-    seen: List[Dict[str, Any]] = []
-    client = connect(on_progress=seen.append)
-    with caplog.at_level(logging.INFO, logger="agcore_sync.mcp.server"):
-        assert client.call_tool("shout", {"text": "hi"}).content[0]["text"] == "HI"
-    assert [(p["progress"], p.get("total")) for p in seen] == [(1, 2), (2, 2)]
-    assert any("shouting hi" in record.getMessage() for record in caplog.records)
+class _Awaited(logging.Handler):
+    """Sets ``seen`` when a record holding ``text`` is logged (the client logs on its worker thread)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.INFO)
+        self.text = text
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+def test_progress_and_logs_from_a_tool_reach_the_client(connect) -> None:
+    seen: List[Any] = []
+    client = connect()
+    awaited = _Awaited("shouting hi")
+    server_logs = logging.getLogger("agcore_sync.mcp.server")
+    server_logs.addHandler(awaited)
+    level = server_logs.level
+    server_logs.setLevel(logging.INFO)
+    try:
+        result = client.call_tool("shout", {"text": "hi"}, progress=lambda done, total, message: seen.append(
+            (done, total, message)))
+        assert awaited.seen.wait(30.0)
+    finally:
+        server_logs.removeHandler(awaited)
+        server_logs.setLevel(level)
+    assert result.content[0]["text"] == "HI"
+    assert seen == [(1, 2, "half"), (2, 2, None)]
 
 
 def test_sampling_from_a_tool_is_answered_by_the_clients_handler(connect) -> None:
