@@ -110,6 +110,9 @@ def make_server(**options: Any) -> McpServer:
     return server
 
 
+#: The server ``agcore-sync mcp-serve demo_server:served`` serves.
+served = make_server()
+
 if __name__ == "__main__":
-    with make_server() as served:
+    with served:
         served.run_stdio()
