@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from agcore_sync import _instrument
 from agcore_sync.mcp.server import _results
@@ -19,8 +19,9 @@ from agcore_sync.tools.error import McpError, PermissionDeniedError, ToolNotFoun
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.mcp.server._server import McpServer
+# The server, typed Any: _server reaches this module through its transports,
+# so importing it back, even for typing, would be a cycle.
+McpServer = Any
 
 __all__ = ["serve", "RESOURCE_NOT_FOUND", "SUPPORTED_VERSIONS"]
 
@@ -31,7 +32,7 @@ RESOURCE_NOT_FOUND = -32002
 #: The versions served: every version the client speaks.
 SUPPORTED_VERSIONS = proto.KNOWN_VERSIONS
 
-Handler = Callable[["McpServer", ServerSession, Dict[str, Any], RequestContext], Dict[str, Any]]
+Handler = Callable[[Any, ServerSession, Dict[str, Any], RequestContext], Dict[str, Any]]
 
 
 def serve(server: McpServer, session: ServerSession, message: Dict[str, Any], sink: Sink,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import threading
 from concurrent.futures import wait
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import Any, Dict, List
 
 from agcore_sync import _instrument
 from agcore_sync.mcp.server._dispatch import serve
@@ -22,8 +22,9 @@ from agcore_sync.mcp.server._session import ServerSession
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp.transport import DEFAULT_MAX_MESSAGE_SIZE
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.mcp.server._server import McpServer
+# The server is typed Any here: _server imports this module (lazily), so
+# importing _server back, even for typing, would be a cycle.
+McpServer = Any
 
 __all__ = ["serve_stdio", "DRAIN_TIMEOUT"]
 
@@ -35,7 +36,7 @@ DRAIN_TIMEOUT = 5.0
 _INLINE = frozenset({"initialize", "ping", "logging/setLevel", "server/discover"})
 
 
-def serve_stdio(server: McpServer, stdin: Any = None, stdout: Any = None,
+def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None,
                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
     """Serve ``server`` to one client on ``stdin``/``stdout`` until stdin ends (see the module docstring)."""
     reader = stdin if stdin is not None else sys.stdin.buffer

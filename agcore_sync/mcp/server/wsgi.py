@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from agcore_sync import _instrument
@@ -30,8 +30,9 @@ from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
 from agcore_sync.tools.mcp.transport import DEFAULT_MAX_MESSAGE_SIZE
 
-if TYPE_CHECKING:  # pragma: no cover
-    from agcore_sync.mcp.server._server import McpServer
+# The server is typed Any here: _server imports this module (lazily), so
+# importing _server back, even for typing, would be a cycle.
+McpServer = Any
 
 __all__ = ["McpWsgiApp", "LOOPBACK_HOSTS"]
 
@@ -55,7 +56,7 @@ class McpWsgiApp:
         path: the endpoint's path.
     """
 
-    def __init__(self, server: McpServer, *, path: str = "/mcp", allowed_hosts: Optional[Sequence[str]] = None,
+    def __init__(self, server: Any, *, path: str = "/mcp", allowed_hosts: Optional[Sequence[str]] = None,
                  allowed_origins: Optional[Sequence[str]] = None, auth: Any = None, stateless: bool = False,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         if not isinstance(path, str) or not path.startswith("/"):
