@@ -261,6 +261,7 @@ class McpServer:
         self._expire_sessions()
         session = ServerSession(secrets.token_hex(16) if stateful else None, self.request_timeout)
         if not stateful:
+            session.can_ask = False
             return session
         with self._lock:
             if self._closed or len(self._sessions) >= self.max_sessions:

@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from agcore_sync.tools.error import McpError
-from agcore_sync.tools.mcp.protocol import LOG_LEVELS
+from agcore_sync.tools.mcp.protocol import LOG_LEVELS, MODERN_VERSION
 
 __all__ = ["ServerSession", "Sink", "DEFAULT_REQUEST_TIMEOUT"]
 
@@ -62,6 +62,8 @@ class ServerSession:
         self.notify_sink: Optional[Sink] = None
         self.last_used = time.monotonic()
         self.closed = False
+        #: False where answers cannot come back (stateless HTTP, 2026-07-28 requests).
+        self.can_ask = True
         #: Called once when the session closes (the HTTP app ends its streams here).
         self.close_hooks: List[Callable[[], None]] = []
         #: Transport state kept with the session (the HTTP app's event streams).
@@ -109,6 +111,12 @@ class ServerSession:
 
     # -- requests the server sends ----------------------------------------------
 
+    def check_can_ask(self, method: str) -> None:
+        """Raise McpError unless answers to a request of the server can come back in this session."""
+        if not self.can_ask or self.protocol_version == MODERN_VERSION:
+            raise McpError(f"{method}: this session cannot carry requests to the client (stateless HTTP or "
+                           "protocol 2026-07-28)", code=-32601)
+
     def ask(self, method: str, params: Dict[str, Any], sink: Sink, cancel: threading.Event,
             timeout: Optional[float]) -> Dict[str, Any]:
         """Send a request to the client through ``sink`` and wait for its answer.
@@ -117,6 +125,7 @@ class ServerSession:
             McpError: the client answered with an error, did not answer in
                 time, the request was cancelled, or the session ended.
         """
+        self.check_can_ask(method)
         slot = _Slot(cancel)
         with self._lock:
             if self.closed:

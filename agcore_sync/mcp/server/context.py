@@ -136,6 +136,7 @@ class RequestContext:
             McpError: the client has no sampling capability, refused, or did
                 not answer in time, or the request was cancelled.
         """
+        self._session.check_can_ask("sampling/createMessage")
         if "sampling" not in self._session.client_capabilities:
             raise McpError("the client does not support sampling (no sampling capability)", code=-32601)
         items = [Message.user(messages)] if isinstance(messages, str) else list(messages)
@@ -165,6 +166,7 @@ class RequestContext:
         Raises:
             McpError: the client has no elicitation capability or did not answer.
         """
+        self._session.check_can_ask("elicitation/create")
         if "elicitation" not in self._session.client_capabilities:
             raise McpError("the client does not support elicitation (no elicitation capability)", code=-32601)
         params = {"message": message, "requestedSchema": schema}

@@ -243,3 +243,17 @@ def test_a_client_with_a_good_token_is_served(authed) -> None:
     client = McpClient("demo", HttpTransport(authed.url, headers={"Authorization": "Bearer good"}), timeout=TIMEOUT)
     with client.connect():
         assert client.call_tool("add", {"a": 1, "b": 1}).structured_content == {"result": 2}
+
+
+def test_a_stateless_tool_asking_the_client_gets_an_is_error_result_at_once() -> None:
+    demo = make_demo()
+    served = WsgiThreadServer(demo.wsgi_app(stateless=True))
+    try:
+        _init(served.url)
+        answer = _call(served.url, {**HEADERS, "Accept": "application/json"}, "tools/call",
+                       {"name": "ask_model", "arguments": {"question": "q"}})
+        result = answer.json()["result"]
+        assert result["isError"] and "cannot carry requests" in result["content"][0]["text"]
+    finally:
+        demo.close()
+        served.close()
