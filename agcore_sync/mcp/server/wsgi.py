@@ -228,13 +228,14 @@ class McpWsgiApp:
         stream = self._new_stream(session)
 
         def work() -> None:
+            last = None
             try:
                 for message in messages:
-                    response = serve(self.server, session, message, stream.push, stream.cut)
-                    if response is not None:
-                        stream.push(response)
+                    if last is not None:
+                        stream.push(last)
+                    last = serve(self.server, session, message, stream.push, stream.cut)
             finally:
-                stream.finish()
+                stream.finish(last)  # the last answer and the end together: a sole answer can go as JSON
                 self._forget_ephemeral(session)
 
         try:
@@ -242,6 +243,13 @@ class McpWsgiApp:
         except RuntimeError:
             return _rpc_error(start_response, "503 Service Unavailable", jsonrpc.INTERNAL_ERROR,
                               "the server is closing")
+        # A call that sends nothing before its result is answered as JSON
+        # (cheaper for both sides); one that logs, reports progress, asks
+        # the client or cuts its stream first is answered as SSE.
+        sole = stream.sole_answer() if len(messages) == 1 else None
+        if sole is not None:
+            session.streams.pop(stream.id, None)
+            return _json(start_response, "200 OK", sole, headers)
         start_response("200 OK", headers + _SSE_HEADERS)
         return _sse(stream, 0, _closed_flag(session))
 

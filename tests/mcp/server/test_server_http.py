@@ -151,16 +151,24 @@ def test_stateless_mode_sends_no_session_id_and_serves_each_post_alone() -> None
         served.close()
 
 
-def test_a_tool_call_is_answered_as_sse_starting_with_a_comment_and_a_priming_event(http_server) -> None:
+def test_a_tool_call_that_logs_is_answered_as_sse_starting_with_a_comment_and_a_priming_event(http_server) -> None:
     headers = _session(http_server.url)
     with requests.post(http_server.url, json={"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                                              "params": {"name": "add", "arguments": {"a": 1, "b": 1}}},
+                                              "params": {"name": "shout", "arguments": {"text": "a"}}},
                        headers=headers, stream=True, timeout=TIMEOUT) as response:
         assert response.headers["Content-Type"] == "text/event-stream"
         assert response.raw.read(2) == b": "
         events = list(_events(response))
     assert events[0].data == "" and events[0].id.endswith("_0")
-    assert json.loads(events[-1].data)["result"]["structuredContent"] == {"result": 2}
+    assert json.loads(events[1].data)["method"] == "notifications/message"
+    assert json.loads(events[-1].data)["result"]["content"] == [{"type": "text", "text": "A"}]
+
+
+def test_a_tool_call_that_sends_nothing_before_its_result_is_answered_as_json(http_server) -> None:
+    headers = _session(http_server.url)
+    answer = _call(http_server.url, headers, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.json()["result"]["structuredContent"] == {"result": 2}
 
 
 def test_the_get_stream_carries_list_changed_and_resource_updates_and_resumes_with_last_event_id(
