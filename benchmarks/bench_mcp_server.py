@@ -141,7 +141,8 @@ def main() -> None:
         rows.append([transport, f"{ours_rate:,.0f}", f"{sdk_rate:,.0f}", f"{ours_rate / sdk_rate:.2f}x",
                      f"{ours_p50:.2f}", f"{sdk_p50:.2f}"])
     ours_c, sdk_c = results[("ours", "concurrent")], results[("sdk", "concurrent")]
-    rows.append([f"http, {opts.sessions} sessions", f"{ours_c:,.0f}", f"{sdk_c:,.0f}", f"{ours_c / sdk_c:.2f}x", "", ""])
+    rows.append([f"http, {opts.sessions} sessions", f"{ours_c:,.0f}", f"{sdk_c:,.0f}", f"{ours_c / sdk_c:.2f}x",
+                 "", ""])
     print(table(["transport", "McpServer calls/s", "SDK calls/s", "ratio", "McpServer p50 ms", "SDK p50 ms"], rows))
 
 
