@@ -43,7 +43,7 @@ class Pipes:
         self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": capabilities or {},
             "clientInfo": {"name": "t", "version": "0"}}})
-        assert self.read()["result"]["serverInfo"]["name"] == "demo"
+        assert self.read()["result"]["serverInfo"]["name"] == self.server.name
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def close(self) -> None:
