@@ -265,3 +265,16 @@ def test_a_stateless_tool_asking_the_client_gets_an_is_error_result_at_once() ->
     finally:
         demo.close()
         served.close()
+
+
+def test_delete_ends_an_open_get_stream_and_unsubscribed_resources_send_no_updates(http_server, demo) -> None:
+    headers = _session(http_server.url)
+    _call(http_server.url, headers, "resources/subscribe", {"uri": "demo://readme"})
+    _call(http_server.url, headers, "resources/unsubscribe", {"uri": "demo://readme"}, id=3)
+    get_headers = {"Accept": "text/event-stream", "Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    with requests.get(http_server.url, headers=get_headers, stream=True, timeout=TIMEOUT) as stream:
+        events = _events(stream)
+        assert next(events).data == ""  # primed: the stream is open
+        demo.notify_resource_updated("demo://readme")  # unsubscribed: nothing is sent
+        assert requests.delete(http_server.url, headers=headers, timeout=TIMEOUT).status_code == 200
+        assert list(events) == []  # the stream ends with the session, having carried nothing
