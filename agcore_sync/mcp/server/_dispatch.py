@@ -60,6 +60,11 @@ def serve(server: McpServer, session: ServerSession, message: Dict[str, Any], si
     if handler is None:
         return jsonrpc.error_response(request_id, jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    asked = meta.get(proto.PROTOCOL_VERSION_META_KEY)
+    if asked is not None and asked not in SUPPORTED_VERSIONS:
+        return jsonrpc.error_response(request_id, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                                      f"Unsupported protocol version: {asked}",
+                                      {"supported": list(SUPPORTED_VERSIONS), "requested": asked})
     _adopt_modern(session, meta)
     cancel = session.begin(request_id)
     context = RequestContext(session, request_id, method, meta.get("progressToken"), sink, cancel, closer)

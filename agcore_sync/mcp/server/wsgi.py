@@ -17,6 +17,7 @@ allowed 403, before anything else.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -41,6 +42,10 @@ logger = _instrument.get_logger("agcore_sync.mcp.serving")
 #: The Host names allowed when ``allowed_hosts`` is None (any port).
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 _METADATA_ROOT = "/.well-known/oauth-protected-resource"
+#: JSON-RPC error (2026-07-28): an Mcp-* header disagrees with the body.
+HEADER_MISMATCH = -32020
+# The body member each method mirrors in the Mcp-Name header.
+_NAME_KEYS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # Streams kept per session for resumption; the oldest finished ones go first.
 _MAX_STREAMS = 200
 
@@ -146,10 +151,9 @@ class McpWsgiApp:
         if version is not None and version not in proto.KNOWN_VERSIONS:
             return _rpc_error(start_response, "400 Bad Request", jsonrpc.INVALID_REQUEST,
                               f"Unsupported protocol version: {version} (supported: {', '.join(proto.KNOWN_VERSIONS)})")
-        header_method = environ.get("HTTP_MCP_METHOD")
-        if header_method is not None and (len(messages) != 1 or messages[0].get("method") != header_method):
-            return _rpc_error(start_response, "400 Bad Request", jsonrpc.INVALID_REQUEST,
-                              "the Mcp-Method header does not match the body")
+        mismatch = _header_mismatch(environ, messages)
+        if mismatch is not None:
+            return _rpc_error(start_response, "400 Bad Request", HEADER_MISMATCH, mismatch)
         is_init = any(m.get("method") == "initialize" for m in messages)
         if is_init and len(messages) > 1:
             return _rpc_error(start_response, "400 Bad Request", jsonrpc.INVALID_REQUEST,
@@ -329,10 +333,44 @@ def _sse(stream: EventStream, after: int, closed: threading.Event, prime: bool =
     yield from stream.follow(after, closed)
 
 
+def _header_mismatch(environ: Dict[str, Any], messages: List[Dict[str, Any]]) -> Optional[str]:
+    """2026-07-28 mirrors the method and the tool, prompt or resource in headers: they must match the body."""
+    method = environ.get("HTTP_MCP_METHOD")
+    name = environ.get("HTTP_MCP_NAME")
+    if method is None and name is None:
+        return None
+    if len(messages) != 1:
+        return "Mcp-Method and Mcp-Name headers need a single message"
+    message = messages[0]
+    if method is not None and method != message.get("method"):
+        return "the Mcp-Method header does not match the request body's method"
+    key = _NAME_KEYS.get(str(message.get("method")))
+    params = message.get("params")
+    value = params.get(key) if key is not None and isinstance(params, dict) else None
+    if name is not None and value is not None and _header_value(name) != value:
+        return f"the Mcp-Name header does not match the request body's {key!r}"
+    return None
+
+
+def _header_value(raw: str) -> str:
+    """Decode a header value, ``=?base64?...?=`` for values that are not plain ASCII."""
+    if raw.startswith("=?base64?") and raw.endswith("?="):
+        try:
+            return base64.b64decode(raw[9:-2]).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return raw
+    # WSGI hands headers over as latin-1 text; UTF-8 bytes sent raw come back whole.
+    try:
+        return raw.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return raw
+
+
 def _modern_meta(message: Dict[str, Any]) -> bool:
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and meta.get(proto.PROTOCOL_VERSION_META_KEY) == proto.MODERN_VERSION
+    # Any per-request version (a known one or not) means the sessionless revision.
+    return isinstance(meta, dict) and proto.PROTOCOL_VERSION_META_KEY in meta
 
 
 def _drop(message: Dict[str, Any]) -> None:

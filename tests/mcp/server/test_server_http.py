@@ -278,3 +278,21 @@ def test_delete_ends_an_open_get_stream_and_unsubscribed_resources_send_no_updat
         demo.notify_resource_updated("demo://readme")  # unsubscribed: nothing is sent
         assert requests.delete(http_server.url, headers=headers, timeout=TIMEOUT).status_code == 200
         assert list(events) == []  # the stream ends with the session, having carried nothing
+
+
+def test_2026_07_28_headers_that_disagree_with_the_body_and_unknown_versions_are_refused(http_server) -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": meta}}
+    modern = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    ok = requests.post(http_server.url, json=body, headers={**modern, "Mcp-Name": "add"}, timeout=TIMEOUT)
+    assert ok.status_code == 200 and ok.json()["result"]["structuredContent"] == {"result": 3}
+    wrong = requests.post(http_server.url, json=body, headers={**modern, "Mcp-Name": "fail"}, timeout=TIMEOUT)
+    assert wrong.status_code == 400 and wrong.json()["error"]["code"] == -32020
+    odd = dict(body, params=dict(body["params"], _meta=dict(meta, **{
+        "io.modelcontextprotocol/protocolVersion": "2027-01-01"})))
+    refused = requests.post(http_server.url, json=odd, headers=HEADERS, timeout=TIMEOUT).json()
+    assert refused["error"]["code"] == -32022
+    assert refused["error"]["data"]["requested"] == "2027-01-01"
+    assert "2026-07-28" in refused["error"]["data"]["supported"]
