@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from typing import Any, Callable, Dict, List, Optional
 
 from agcore_sync import _instrument
 from agcore_sync.mcp.server import _results
 from agcore_sync.mcp.server._session import ServerSession, Sink
-from agcore_sync.mcp.server.context import RequestContext, _enter, _leave
+from agcore_sync.mcp.server.context import InputRequired, RequestContext, _enter, _leave
 from agcore_sync.tools.error import McpError, PermissionDeniedError, ToolNotFoundError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
@@ -68,6 +69,8 @@ def serve(server: McpServer, session: ServerSession, message: Dict[str, Any], si
     _adopt_modern(session, meta)
     cancel = session.begin(request_id)
     context = RequestContext(session, request_id, method, meta.get("progressToken"), sink, cancel, closer)
+    if session.protocol_version == proto.MODERN_VERSION and method == "tools/call":
+        context._inputs = _known_inputs(params)
     token = _enter(context)
     try:
         result = handler(server, session, params, context)
@@ -181,6 +184,10 @@ def _call_tool(server: McpServer, session: ServerSession, params: Dict[str, Any]
         raise _bad(f"Unknown tool: {name}") from None
     except PermissionDeniedError as exc:
         return _results.error_result(f'Error in tool "{name}": {exc}')
+    if isinstance(invocation.error, InputRequired):
+        needed = invocation.error
+        return {"resultType": "input_required", "inputRequests": {needed.key: needed.request},
+                "requestState": _encode_state(needed.known)}
     if invocation.error is not None:
         if server.mask_errors:
             return _results.error_result(f'Error in tool "{name}"')
@@ -189,6 +196,27 @@ def _call_tool(server: McpServer, session: ServerSession, params: Dict[str, Any]
         return _results.call_result(invocation.output, server.output_plan(name))
     except Exception as exc:  # noqa: BLE001 - an answer that cannot be sent is the tool's error
         return _results.error_result(f'Error in tool "{name}": {exc}')
+
+
+def _known_inputs(params: Dict[str, Any]) -> Dict[str, Any]:
+    """2026-07-28: the answers of earlier rounds (``requestState``) and of this one (``inputResponses``)."""
+    known: Dict[str, Any] = {}
+    state = params.get("requestState")
+    if isinstance(state, str):
+        try:
+            decoded = json.loads(base64.urlsafe_b64decode(state.encode("ascii")))
+        except (ValueError, binascii.Error, UnicodeError):
+            raise _bad("invalid requestState") from None
+        if isinstance(decoded, dict):
+            known.update(decoded)
+    responses = params.get("inputResponses")
+    if isinstance(responses, dict):
+        known.update(responses)
+    return known
+
+
+def _encode_state(known: Dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(known, separators=(",", ":")).encode("utf-8")).decode("ascii")
 
 
 # -- resources -------------------------------------------------------------------------

@@ -17,20 +17,42 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 import attrs
 
 from agcore_sync.llm.types import Message, MessageResponse, Role, StopReason, TextBlock
-from agcore_sync.tools.error import McpError
+from agcore_sync.tools.error import McpError, ToolError
 from agcore_sync.tools.mcp.content import mcp_message
 from agcore_sync.tools.mcp.protocol import LOG_LEVELS
 
 if TYPE_CHECKING:  # pragma: no cover
     from agcore_sync.mcp.server._session import ServerSession
 
-__all__ = ["RequestContext", "ElicitResult", "request_context"]
+__all__ = ["RequestContext", "ElicitResult", "request_context", "InputRequired"]
 
 _CURRENT: contextvars.ContextVar[Optional[RequestContext]] = contextvars.ContextVar(
     "agcore_mcp_request_context", default=None)
 
 _STOP = {"endTurn": StopReason.STOP, "maxTokens": StopReason.LENGTH, "toolUse": StopReason.TOOL_USE,
          "stopSequence": StopReason.STOP}
+
+
+class InputRequired(ToolError):
+    """Raised inside a 2026-07-28 tool call that needs an answer from the client it does not have yet.
+
+    The server answers the call with an ``input_required`` result naming the
+    request; the client answers it and calls again with the answers (and the
+    earlier ones in ``requestState``), and the tool runs again from the start.
+
+    Attributes:
+        key: the request's key in ``inputRequests``.
+        request: ``{"method", "params"}``.
+        known: every answer the call had.
+    """
+
+    default_recoverable = False
+
+    def __init__(self, key: str, request: Dict[str, Any], known: Dict[str, Any]) -> None:
+        super().__init__(f"the tool needs {request['method']} from the client")
+        self.key = key
+        self.request = request
+        self.known = known
 
 
 @attrs.frozen
@@ -63,7 +85,8 @@ class RequestContext:
     .. versionadded:: 0.1.0
     """
 
-    __slots__ = ("request_id", "method", "progress_token", "_session", "_sink", "_cancel", "_closer")
+    __slots__ = ("request_id", "method", "progress_token", "_session", "_sink", "_cancel", "_closer", "_inputs",
+                 "_asked")
 
     def __init__(self, session: ServerSession, request_id: Any, method: str, progress_token: Any,
                  sink: Any, cancel: Any, closer: Any = None) -> None:
@@ -74,6 +97,9 @@ class RequestContext:
         self._sink = sink
         self._cancel = cancel
         self._closer = closer
+        # 2026-07-28: the client's answers so far, by key (None: ask over the session instead).
+        self._inputs: Optional[Dict[str, Any]] = None
+        self._asked = 0
 
     @property
     def cancelled(self) -> bool:
@@ -136,7 +162,8 @@ class RequestContext:
             McpError: the client has no sampling capability, refused, or did
                 not answer in time, or the request was cancelled.
         """
-        self._session.check_can_ask("sampling/createMessage")
+        if self._inputs is None:
+            self._session.check_can_ask("sampling/createMessage")
         if "sampling" not in self._session.client_capabilities:
             raise McpError("the client does not support sampling (no sampling capability)", code=-32601)
         items = [Message.user(messages)] if isinstance(messages, str) else list(messages)
@@ -145,7 +172,7 @@ class RequestContext:
             params["systemPrompt"] = system_prompt
         if temperature is not None:
             params["temperature"] = temperature
-        result = self._session.ask("sampling/createMessage", params, self._sink, self._cancel, timeout)
+        result = self._ask("sampling/createMessage", params, timeout)
         message = mcp_message({"role": "assistant", "content": result.get("content", {})})
         return MessageResponse(
             id=str(self.request_id), model=str(result.get("model", "")), message=message,
@@ -166,11 +193,12 @@ class RequestContext:
         Raises:
             McpError: the client has no elicitation capability or did not answer.
         """
-        self._session.check_can_ask("elicitation/create")
+        if self._inputs is None:
+            self._session.check_can_ask("elicitation/create")
         if "elicitation" not in self._session.client_capabilities:
             raise McpError("the client does not support elicitation (no elicitation capability)", code=-32601)
         params = {"message": message, "requestedSchema": schema}
-        result = self._session.ask("elicitation/create", params, self._sink, self._cancel, timeout)
+        result = self._ask("elicitation/create", params, timeout)
         action = result.get("action")
         if action not in ("accept", "decline", "cancel"):
             raise McpError(f"the client answered elicitation/create with action {action!r}", code=-32602)
@@ -182,6 +210,16 @@ class RequestContext:
                     filled[name] = spec["default"]
             content = filled
         return ElicitResult(action, content)
+
+    def _ask(self, method: str, params: Dict[str, Any], timeout: Optional[float]) -> Dict[str, Any]:
+        if self._inputs is None:
+            return self._session.ask(method, params, self._sink, self._cancel, timeout)
+        self._asked += 1
+        key = f"{method}#{self._asked}"
+        answer = self._inputs.get(key)
+        if isinstance(answer, dict):
+            return answer
+        raise InputRequired(key, {"method": method, "params": params}, dict(self._inputs))
 
     def close_stream(self) -> None:
         """End the HTTP answer's SSE stream now; the client resumes it with ``Last-Event-ID``.

@@ -72,6 +72,14 @@ def make_server(**options: Any) -> McpServer:
         return request_context().sample(question, max_tokens=20).message.text
 
     @server.tool
+    def ask_twice(question: str) -> str:
+        """Ask the client's model twice."""
+        context = request_context()
+        first = context.sample(question, max_tokens=20).message.text
+        second = context.sample(f"again: {question}", max_tokens=20).message.text
+        return f"{first} / {second}"
+
+    @server.tool
     def ask_user(question: str) -> str:
         """Ask the client's user."""
         answer = request_context().elicit(question, {

@@ -158,3 +158,17 @@ def test_a_hanging_tool_is_cancelled_when_the_client_gives_up_and_the_server_kee
     with pytest.raises(McpTimeoutError):
         client.call_tool("hang", {}, timeout=0.5)
     assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
+
+
+def test_on_2026_07_28_sampling_and_elicitation_come_as_input_required_rounds(connect) -> None:
+    def sampling(params: Dict[str, Any]) -> Dict[str, Any]:
+        text = params["messages"][0]["content"]["text"]
+        answer = "modern answer" if not text.startswith("again") else "second answer"
+        return {"role": "assistant", "content": {"type": "text", "text": answer}, "model": "m"}
+
+    client = connect(protocol="2026-07-28", sampling_handler=sampling,
+                     elicitation_handler=lambda params: {"action": "accept", "content": {"color": "blue"}})
+    assert client.negotiated_version == "2026-07-28"
+    assert client.call_tool("ask_model", {"question": "q"}).content[0]["text"] == "modern answer"
+    assert client.call_tool("ask_user", {"question": "q"}).content[0]["text"] == "accept:{'color': 'blue', 'size': 3}"
+    assert client.call_tool("ask_twice", {"question": "q"}).content[0]["text"] == "modern answer / second answer"
