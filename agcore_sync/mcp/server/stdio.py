@@ -4,7 +4,8 @@ The reader runs in the thread that called :meth:`McpServer.run_stdio`;
 ``initialize``, notifications and responses are handled there, every
 other request on the server's workers (``agcore-mcp-serve-<n>``), so a tool
 waiting for a sampling answer does not stop the reader from reading it.
-Writes are serialised by one lock. When stdin ends, the session closes
+Writes are serialised by one lock; once stdout is closed by the client,
+nothing more is written and the reader stops. When stdin ends, the session closes
 (requests still running see ``cancelled``) and the reader waits, at most
 :data:`DRAIN_TIMEOUT`, for them to answer.
 """
@@ -42,6 +43,7 @@ def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None,
     reader = stdin if stdin is not None else sys.stdin.buffer
     writer = stdout if stdout is not None else sys.stdout.buffer
     lock = threading.Lock()
+    broken = threading.Event()
     session = ServerSession(None, server.request_timeout)
 
     def sink(message: Dict[str, Any]) -> None:
@@ -51,8 +53,13 @@ def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None,
             data = jsonrpc.encode(jsonrpc.error_response(message.get("id"), jsonrpc.INTERNAL_ERROR,
                                                          f"the answer has no JSON form: {exc}"))
         with lock:
-            writer.write(data)
-            writer.flush()
+            if broken.is_set():
+                return
+            try:
+                writer.write(data)
+                writer.flush()
+            except (OSError, ValueError):  # the client closed our stdout: stop serving
+                broken.set()
 
     def run(message: Dict[str, Any]) -> None:
         response = serve(server, session, message, sink)
@@ -63,7 +70,7 @@ def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None,
     server._stdio_session = session
     running: List[Any] = []
     try:
-        while True:
+        while not broken.is_set():
             line = reader.readline(max_message_size + 1)
             if not line:
                 break

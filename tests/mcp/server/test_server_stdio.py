@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -144,3 +145,18 @@ def test_closing_the_server_stops_its_worker_threads() -> None:
     for thread in workers:
         thread.join(WAIT)
         assert not thread.is_alive()
+
+
+def test_a_client_that_closes_the_servers_stdout_ends_the_server_without_an_error() -> None:
+    opened = Pipes()
+    opened.initialize()
+    opened.from_server.close()
+    opened.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    opened.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    opened.thread.join(WAIT)
+    assert not opened.thread.is_alive()
+    opened.to_server.close()
+    opened.server.close()
+    for handle in opened._server_files:
+        with contextlib.suppress(BrokenPipeError):  # the server's unsent bytes, flushed at close
+            handle.close()
