@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional
 from agcore_sync import _instrument
 from agcore_sync.mcp.server import _results
 from agcore_sync.mcp.server._session import ServerSession, Sink
-from agcore_sync.mcp.server.context import InputRequired, RequestContext, _enter, _leave
+from agcore_sync.mcp.server.context import InputRequired, RequestContext, enter, leave
 from agcore_sync.tools.error import McpError, PermissionDeniedError, ToolNotFoundError
 from agcore_sync.tools.mcp import jsonrpc
 from agcore_sync.tools.mcp import protocol as proto
@@ -68,10 +68,14 @@ def serve(server: McpServer, session: ServerSession, message: Dict[str, Any], si
                                       {"supported": list(SUPPORTED_VERSIONS), "requested": asked})
     _adopt_modern(session, meta)
     cancel = session.begin(request_id)
-    context = RequestContext(session, request_id, method, meta.get("progressToken"), sink, cancel, closer)
-    if session.protocol_version == proto.MODERN_VERSION and method == "tools/call":
-        context._inputs = _known_inputs(params)
-    token = _enter(context)
+    try:
+        inputs = _known_inputs(params) if session.protocol_version == proto.MODERN_VERSION \
+            and method == "tools/call" else None
+    except McpError as exc:
+        session.end(request_id)
+        return jsonrpc.error_response(request_id, exc.code or jsonrpc.INVALID_PARAMS, str(exc))
+    context = RequestContext(session, request_id, method, meta.get("progressToken"), sink, cancel, closer, inputs)
+    token = enter(context)
     try:
         result = handler(server, session, params, context)
     except McpError as exc:
@@ -81,7 +85,7 @@ def serve(server: McpServer, session: ServerSession, message: Dict[str, Any], si
         text = "Internal error" if server.mask_errors else f"Internal error: {type(exc).__name__}: {exc}"
         return jsonrpc.error_response(request_id, jsonrpc.INTERNAL_ERROR, text)
     finally:
-        _leave(token)
+        leave(token)
         session.end(request_id)
     if cancel.is_set():
         return None  # the client cancelled: the specification says not to answer

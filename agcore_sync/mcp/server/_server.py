@@ -97,7 +97,8 @@ class McpServer:
         self._plans: Dict[int, _results.OutputPlan] = {}
         self._sessions: Dict[str, ServerSession] = {}
         self._workers: Optional[Any] = None
-        self._stdio_session: Optional[ServerSession] = None
+        #: The session :meth:`run_stdio` serves, while it runs.
+        self.stdio_session: Optional[ServerSession] = None
         self._closed = False
 
     @property
@@ -256,8 +257,11 @@ class McpServer:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def _new_session(self, *, stateful: bool = True) -> Optional[ServerSession]:
-        """Open a session; None when :attr:`max_sessions` are open."""
+    def open_session(self, *, stateful: bool = True) -> Optional[ServerSession]:
+        """Open a session (for a transport); None when :attr:`max_sessions` are open.
+
+        A session that is not ``stateful`` is not kept (stateless HTTP, 2026-07-28 requests).
+        """
         self._expire_sessions()
         session = ServerSession(secrets.token_hex(16) if stateful else None, self.request_timeout)
         if not stateful:
@@ -269,17 +273,19 @@ class McpServer:
             self._sessions[session.id] = session  # type: ignore[index]
         return session
 
-    def _session(self, session_id: str) -> Optional[ServerSession]:
+    def find_session(self, session_id: str) -> Optional[ServerSession]:
+        """Return the open session ``session_id`` (marked used), or None if unknown or expired."""
         with self._lock:
             session = self._sessions.get(session_id)
         if session is not None:
             if time.monotonic() - session.last_used > self.session_idle_timeout:
-                self._end_session(session_id)
+                self.end_session(session_id)
                 return None
             session.last_used = time.monotonic()
         return session
 
-    def _end_session(self, session_id: str) -> bool:
+    def end_session(self, session_id: str) -> bool:
+        """End the session ``session_id``; False if there was none."""
         with self._lock:
             session = self._sessions.pop(session_id, None)
         if session is None:
@@ -292,12 +298,12 @@ class McpServer:
         with self._lock:
             stale = [sid for sid, s in self._sessions.items() if s.last_used < limit]
         for sid in stale:
-            self._end_session(sid)
+            self.end_session(sid)
 
     def _live_sessions(self) -> List[ServerSession]:
         with self._lock:
             sessions = list(self._sessions.values())
-            stdio = self._stdio_session
+            stdio = self.stdio_session
         return sessions + ([stdio] if stdio is not None else [])
 
     @property
@@ -311,7 +317,15 @@ class McpServer:
             if session.initialized or session.protocol_version is not None:
                 session.notify(f"notifications/{kind}/list_changed")
 
-    def _pool(self) -> Any:
+    def submit(self, fn: Callable[[], None]) -> Any:
+        """Run ``fn`` on the server's workers; return its Future.
+
+        Raises:
+            RuntimeError: the server is closed.
+        """
+        return self._workers_pool().submit(fn)
+
+    def _workers_pool(self) -> Any:
         from agcore_sync.tools._pool import DaemonPool
 
         with self._lock:
@@ -364,7 +378,7 @@ class McpServer:
             ids = list(self._sessions)
             workers, self._workers = self._workers, None
         for sid in ids:
-            self._end_session(sid)
+            self.end_session(sid)
         if workers is not None:
             workers.shutdown(wait=True, cancel_futures=True, timeout=2.0)
         if self._owns_registry:

@@ -89,7 +89,7 @@ class RequestContext:
                  "_asked")
 
     def __init__(self, session: ServerSession, request_id: Any, method: str, progress_token: Any,
-                 sink: Any, cancel: Any, closer: Any = None) -> None:
+                 sink: Any, cancel: Any, closer: Any = None, inputs: Optional[Dict[str, Any]] = None) -> None:
         self.request_id = request_id
         self.method = method
         self.progress_token = progress_token
@@ -98,7 +98,7 @@ class RequestContext:
         self._cancel = cancel
         self._closer = closer
         # 2026-07-28: the client's answers so far, by key (None: ask over the session instead).
-        self._inputs: Optional[Dict[str, Any]] = None
+        self._inputs = inputs
         self._asked = 0
 
     @property
@@ -257,9 +257,11 @@ def request_context() -> RequestContext:
     return current
 
 
-def _enter(context: RequestContext) -> contextvars.Token:
+def enter(context: RequestContext) -> contextvars.Token:
+    """Make ``context`` the current request's (for the dispatcher); return the token for :func:`leave`."""
     return _CURRENT.set(context)
 
 
-def _leave(token: contextvars.Token) -> None:
+def leave(token: contextvars.Token) -> None:
+    """Restore the context :func:`enter` replaced."""
     _CURRENT.reset(token)

@@ -67,7 +67,7 @@ def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None,
             sink(response)
 
     session.notify_sink = sink
-    server._stdio_session = session
+    server.stdio_session = session
     running: List[Any] = []
     try:
         while not broken.is_set():
@@ -88,14 +88,14 @@ def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None,
             running = [f for f in running if not f.done()]
             for message in parsed if isinstance(parsed, list) else [parsed]:
                 if jsonrpc.is_request(message) and message.get("method") not in _INLINE:
-                    running.append(server._pool().submit(run, message))
+                    running.append(server.submit(lambda message=message: run(message)))
                 else:
                     run(message)
     finally:
         session.close()
         if running:
             wait(running, timeout=DRAIN_TIMEOUT)
-        server._stdio_session = None
+        server.stdio_session = None
 
 
 def _skip_rest(reader: Any, chunk: int) -> None:

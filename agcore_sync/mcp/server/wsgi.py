@@ -188,10 +188,10 @@ class McpWsgiApp:
         modern = version == proto.MODERN_VERSION or any(
             m.get("method") == "server/discover" or _modern_meta(m) for m in messages)
         if self.stateless or (modern and not environ.get("HTTP_MCP_SESSION_ID")):
-            return self.server._new_session(stateful=False), None
+            return self.server.open_session(stateful=False), None
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if is_init:
-            session = self.server._new_session()
+            session = self.server.open_session()
             if session is None:
                 return None, _rpc_error(start_response, "503 Service Unavailable", jsonrpc.INTERNAL_ERROR,
                                         "too many MCP sessions; try again later", [("Retry-After", "5")])
@@ -200,7 +200,7 @@ class McpWsgiApp:
         if not session_id:
             return None, _rpc_error(start_response, "400 Bad Request", jsonrpc.INVALID_REQUEST,
                                     "Bad Request: Mcp-Session-Id header is required")
-        session = self.server._session(session_id)
+        session = self.server.find_session(session_id)
         if session is None:
             return None, _rpc_error(start_response, "404 Not Found", jsonrpc.INVALID_REQUEST, "Session not found")
         return session, None
@@ -243,7 +243,7 @@ class McpWsgiApp:
                 self._forget_ephemeral(session)
 
         try:
-            self.server._pool().submit(work)
+            self.server.submit(work)
         except RuntimeError:
             return _rpc_error(start_response, "503 Service Unavailable", jsonrpc.INTERNAL_ERROR,
                               "the server is closing")
@@ -270,7 +270,7 @@ class McpWsgiApp:
         if not session_id:
             return _rpc_error(start_response, "400 Bad Request", jsonrpc.INVALID_REQUEST,
                               "Bad Request: Mcp-Session-Id header is required")
-        session = self.server._session(session_id)
+        session = self.server.find_session(session_id)
         if session is None:
             return _rpc_error(start_response, "404 Not Found", jsonrpc.INVALID_REQUEST, "Session not found")
         last = environ.get("HTTP_LAST_EVENT_ID")
@@ -296,7 +296,7 @@ class McpWsgiApp:
         if not session_id:
             return _rpc_error(start_response, "400 Bad Request", jsonrpc.INVALID_REQUEST,
                               "Bad Request: Mcp-Session-Id header is required")
-        if not self.server._end_session(session_id):
+        if not self.server.end_session(session_id):
             return _rpc_error(start_response, "404 Not Found", jsonrpc.INVALID_REQUEST, "Session not found")
         start_response("200 OK", [("Content-Length", "0")])
         return [b""]
