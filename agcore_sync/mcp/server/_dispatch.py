@@ -246,7 +246,10 @@ def _read_resource(server: McpServer, session: ServerSession, params: Dict[str, 
     for resource in server.resource_defs():
         variables = resource.match(uri)
         if variables is not None:
-            value = resource.func(**variables)
+            try:
+                value = resource.func(**variables)
+            except LookupError:  # a template's function that finds nothing for these variables
+                break
             return {"contents": _results.resource_contents(uri, value, resource.mime_type)}
     raise McpError(f"Resource not found: {uri}", code=RESOURCE_NOT_FOUND, data={"uri": uri})
 

@@ -101,6 +101,12 @@ def make_server(**options: Any) -> McpServer:
     def user_name(user: str) -> str:
         return f"name of {user}"
 
+    notes = {"todo": "buy milk"}
+
+    @server.resource("demo://notes/{key}")
+    def note(key: str) -> str:
+        return notes[key]  # KeyError for an unknown note: the client gets -32002
+
     @server.prompt()
     def greet(who: str, tone: str = "warm") -> str:
         """Greet someone.

@@ -74,13 +74,16 @@ def test_invalid_arguments_are_an_is_error_result_and_an_unknown_tool_is_invalid
 def test_resources_templates_and_binary_contents_are_read(connect) -> None:
     client = connect()
     assert {r.uri for r in client.list_resources()} == {"demo://readme", "demo://logo"}
-    assert [t.uri_template for t in client.list_resource_templates()] == ["demo://users/{user}/name"]
+    assert [t.uri_template for t in client.list_resource_templates()] == ["demo://users/{user}/name",
+                                                                          "demo://notes/{key}"]
+    assert client.read_resource("demo://notes/todo")[0].text == "buy milk"
     assert client.read_resource("demo://readme")[0].text == "read me"
     assert client.read_resource("demo://logo")[0].blob == b"\x89PNG"
     assert client.read_resource("demo://users/ada/name")[0].text == "name of ada"
-    with pytest.raises(McpError) as caught:
-        client.read_resource("demo://missing")
-    assert caught.value.code == -32002
+    for missing in ("demo://missing", "demo://notes/nope"):
+        with pytest.raises(McpError) as caught:
+            client.read_resource(missing)
+        assert caught.value.code == -32002
 
 
 def test_prompts_render_with_arguments_and_bad_arguments_are_invalid_params(connect) -> None:
