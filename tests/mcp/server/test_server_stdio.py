@@ -160,3 +160,25 @@ def test_a_client_that_closes_the_servers_stdout_ends_the_server_without_an_erro
     for handle in opened._server_files:
         with contextlib.suppress(BrokenPipeError):  # the server's unsent bytes, flushed at close
             handle.close()
+
+
+def test_tools_list_carries_input_and_output_schemas_and_annotations(pipes) -> None:
+    pipes.initialize()
+    pipes.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    tools = {t["name"]: t for t in pipes.read()["result"]["tools"]}
+    assert tools["add"]["annotations"] == {"readOnlyHint": True}
+    assert tools["add"]["inputSchema"]["required"] == ["a", "b"]
+    assert tools["add"]["outputSchema"] == {"type": "object", "properties": {"result": {"type": "integer"}},
+                                            "required": ["result"]}
+    assert tools["profile"]["outputSchema"]["type"] == "object"
+    assert "outputSchema" not in tools["not_json"]
+
+
+def test_log_messages_below_the_level_the_client_set_are_not_sent(pipes) -> None:
+    pipes.initialize()
+    pipes.send({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "warning"}})
+    assert pipes.read() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout",
+                                                                                "arguments": {"text": "x"}}})
+    answer = pipes.read()
+    assert answer["id"] == 2 and answer["result"]["content"] == [{"type": "text", "text": "X"}]
