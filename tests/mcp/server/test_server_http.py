@@ -8,8 +8,8 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 import requests
-from conftest import WsgiThreadServer
 from demo_server import make_server as make_demo
+from mcp_server_helpers import WsgiThreadServer
 
 from agcore_sync._http.sse import SseParser
 from agcore_sync.mcp.server import BearerAuth

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, Optional
 
 import pytest
-from conftest import WsgiThreadServer
 from demo_server import make_server as make_demo
+from mcp_server_helpers import WsgiThreadServer
 
 from agcore_sync.mcp.server import BearerAuth
 from agcore_sync.tools.mcp import HttpTransport, McpClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict
 
-from test_server_stdio import Pipes
+from mcp_server_helpers import Pipes
 
 from agcore_sync import ToolRegistry, tool
 from agcore_sync.mcp.server import McpServer
