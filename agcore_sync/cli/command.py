@@ -36,6 +36,7 @@ import sys
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from agcore_sync._version import __version__
+from agcore_sync.cli import mcp_serve
 from agcore_sync.cli.console import EventPrinter, TurnOutcome, one_line, run_turn
 from agcore_sync.cli.demo import DEMO_QUESTION
 from agcore_sync.cli.interrupt import EXIT_INTERRUPTED
@@ -119,7 +120,7 @@ def _parsers() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentPars
 
     parser = argparse.ArgumentParser(prog=_PROG, description="agcore_sync: a synchronous core for LLM agents.")
     parser.add_argument("--version", action="version", version=f"{_PROG} {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,chat}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,chat,mcp-serve}")
     demo = commands.add_parser("demo", parents=[common], help="run one streaming, tool-using turn",
                                description="Run one streaming, tool-using turn and print it as it happens.")
     demo.add_argument("--question", default=DEMO_QUESTION, help="what to ask (default: a question for the tools)")
@@ -128,7 +129,8 @@ def _parsers() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentPars
                            "TypedDict, attrs or pydantic class); the validated object is printed")
     chat = commands.add_parser("chat", parents=[common], help="an interactive session with tools",
                                description="An interactive session: type a message, or /help for the commands.")
-    return parser, {"demo": demo, "chat": chat}
+    serve = mcp_serve.add_parser(commands)
+    return parser, {"demo": demo, "chat": chat, "mcp-serve": serve}
 
 
 def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -265,6 +267,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     _configure_logging(args.debug)
     out, err = sys.stdout, sys.stderr
     try:
+        if args.command == "mcp-serve":
+            return mcp_serve.run(args, err)
         with contextlib.ExitStack() as stack:
             output = load_output(args.output) if getattr(args, "output", None) else None
             setup = build(args, stack)

@@ -12,6 +12,10 @@ The package is laid out in layers (each an import-linter contract in setup.cfg):
 - :mod:`agcore_sync.mcp.tools`: MCP tools and resources as
   :class:`~agcore_sync.tools.base.BaseTool` (it does not import the client).
 - :mod:`agcore_sync.mcp.errors`: the MCP errors.
+- :mod:`agcore_sync.mcp.server`: :class:`McpServer`, serving a tool registry
+  (with resources and prompts) over stdio or as a WSGI app; its names
+  (``McpServer``, ``request_context``, ``BearerAuth``, ``ElicitResult``)
+  load on first use, so the client does not import the server.
 
 The package sits above :mod:`agcore_sync.tools` and below the hooks and the
 loop. ``agcore_sync.tools.mcp``, its old place, still imports every name it
@@ -23,6 +27,8 @@ exported.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from agcore_sync.mcp.client.features import ServerFeatures
 from agcore_sync.mcp.client.restart import RestartPolicy
@@ -53,4 +59,19 @@ __all__ = [
     "McpPromptResult",
     "sampling_handler_for",
     "McpResourceTool",
+    "McpServer",
+    "request_context",
+    "BearerAuth",
+    "ElicitResult",
 ]
+
+_SERVER_NAMES = ("McpServer", "request_context", "BearerAuth", "ElicitResult")
+
+
+def __getattr__(name: str) -> Any:
+    """Load the server's names on first use (the client never needs them)."""
+    if name in _SERVER_NAMES:
+        from agcore_sync.mcp import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
