@@ -147,7 +147,9 @@ def test_a_module_over_the_size_hint_is_printed_as_a_warning_and_fails_nothing(p
     (package / "long.py").write_text("x = 1\n" * 501)
     (package / "at_the_hint.py").write_text("x = 1\n" * 500)
     pytester.makeconftest(
+        "import sys\n"
         "from pathlib import Path\n"
+        f"sys.path.insert(0, {str(ROOT)!r})  # the repository, whose tests/ package the hint lives in\n"
         "from tests.support.module_size import warn_long_modules\n"
         "def pytest_terminal_summary(terminalreporter):\n"
         "    warn_long_modules(terminalreporter, Path(__file__).parent / 'pkg')\n"
