@@ -19,6 +19,7 @@ from agcore_sync.llm.events import (
     MessageComplete,
     MessageStart,
     StreamEvent,
+    SubagentEvent,
     TextDelta,
     ThinkingDelta,
     ToolApprovalRequest,
@@ -85,6 +86,7 @@ SAMPLES = {
     ToolApprovalRequest: ToolApprovalRequest("call_1", "send_email", {"to": "ada@example.com", "cc": ["é"]}),
     ApprovalRequired: ApprovalRequired((ToolApprovalRequest("call_1", "send_email", {"to": "ada@example.com"}),
                                         ToolApprovalRequest("call_2", "delete", {}))),
+    SubagentEvent: SubagentEvent("call_1", "research", SubagentEvent("call_7", "fact_check", TextDelta("é"))),
     RetryConfig: RetryConfig(max_retries=5, jitter=False),
     CycleConfig: CycleConfig("m", max_tokens=10, retry=RetryConfig(max_retries=1)),
 }
