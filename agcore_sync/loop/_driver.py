@@ -34,9 +34,11 @@ import itertools
 import threading
 from typing import Any, Callable, Generator, List, Optional
 
+import attrs
+
 from agcore_sync.tools.error import ToolError
-from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
-from agcore_sync.tools.registry import ToolCall, ToolRegistry
+from agcore_sync.tools.invocation import CompletionCallback, ToolCall, ToolInvocation
+from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["Drive", "Finish", "ToolBatch"]
 
@@ -46,20 +48,17 @@ _numbers = itertools.count(1)
 Finish = Callable[[Any, Optional[BaseException]], None]
 
 
+@attrs.frozen(eq=False)
 class ToolBatch:
     """What a turn yields: one round's calls to run, their timeout, and who hears of each result.
 
     ``registry`` runs the calls instead of the Drive's own (a turn handed off to another agent's tools).
     """
 
-    __slots__ = ("calls", "timeout", "on_complete", "registry")
-
-    def __init__(self, calls: List[ToolCall], timeout: Optional[float],
-                 on_complete: Optional[CompletionCallback], registry: Optional[ToolRegistry] = None) -> None:
-        self.calls = calls
-        self.timeout = timeout
-        self.on_complete = on_complete
-        self.registry = registry
+    calls: List[ToolCall]
+    timeout: Optional[float]
+    on_complete: Optional[CompletionCallback]
+    registry: Optional[ToolRegistry] = None
 
 
 Steps = Generator[ToolBatch, List[ToolInvocation], Any]

@@ -38,7 +38,7 @@ from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8, runnable_calls
 from agcore_sync.loop.limits import RunUsage, TurnAccount
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
-from agcore_sync.tools.invocation import ToolInvocation
+from agcore_sync.tools.invocation import ToolCall, ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # loaded by the first streamed or paused turn: a plain run needs neither
@@ -413,7 +413,7 @@ class ToolLoop:
             raise
         if to_run:
             self._check_cancel()
-            batch = [(calls[i].id, calls[i].name, calls[i].input) for i in to_run]
+            batch = [ToolCall(calls[i].name, calls[i].input, calls[i].id) for i in to_run]
             done: Dict[int, ToolInvocation] = {}
             nest = nest_of(self)
 

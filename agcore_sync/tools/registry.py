@@ -26,17 +26,17 @@ import os
 import sys
 import threading
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from agcore_sync import _check, _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
 from agcore_sync.tools._batch import Batch, Call, collect, overdue_error
-from agcore_sync.tools._entry import Entry, closed_error, unpack
+from agcore_sync.tools._entry import Entry, closed_error
 from agcore_sync.tools._timer import Deadlines
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
-from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
+from agcore_sync.tools.invocation import CompletionCallback, ToolCall, ToolCallLike, ToolInvocation
 from agcore_sync.tools.permission import PermissionChecker
 from agcore_sync.tools.result_json import result_text
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the pools (and concurrent.futures) load when first needed
 
     from agcore_sync.tools._pool import DaemonPool
 
-__all__ = ["ToolInvocation", "ToolRegistry", "ToolCall", "CompletionCallback",
+__all__ = ["ToolInvocation", "ToolRegistry", "ToolCall", "ToolCallLike", "CompletionCallback",
            "CLOSE_TIMEOUT_SECS", "DEFAULT_MAX_WORKERS", "TURN_THREAD_IDLE_SECS"]
 
 logger = _instrument.get_logger(__name__)
@@ -61,9 +61,6 @@ TURN_THREAD_IDLE_SECS = 60.0
 #: Workers in a registry's pool when ``max_workers`` is None. Tools mostly
 #: wait on I/O, so more workers than cores pay off; the cap bounds the threads.
 DEFAULT_MAX_WORKERS = min(32, max(8, 4 * (os.cpu_count() or 1)))
-
-#: A call for :meth:`ToolRegistry.invoke_all`: ``(name, args)`` or ``(tool_call_id, name, args)``.
-ToolCall = Union[Tuple[str, Any], Tuple[Optional[str], str, Any]]
 
 
 class ToolRegistry:
@@ -237,12 +234,12 @@ class ToolRegistry:
             # ContextVar must not change the caller's value.
             return contextvars.copy_context().run(self._run, entry, name, args, tool_call_id)
         batch = Batch(1, None)
-        collect(batch, self._submit(batch, [(0, entry, name, args, tool_call_id)]), deadline, timeout)
+        collect(batch, self._submit(batch, [Call(0, entry, ToolCall(name, args, tool_call_id))]), deadline, timeout)
         return batch.results[0]  # type: ignore[return-value]
 
     def invoke_all(
         self,
-        calls: Iterable[ToolCall],
+        calls: Iterable[ToolCallLike],
         timeout: Optional[float] = None,
         *,
         on_complete: Optional[CompletionCallback] = None,
@@ -254,7 +251,8 @@ class ToolRegistry:
         every other failure.
 
         Args:
-            calls: ``(name, args)`` or ``(tool_call_id, name, args)`` tuples.
+            calls: :class:`~agcore_sync.tools.invocation.ToolCall` values, or
+                ``(name, args)`` / ``(tool_call_id, name, args)`` tuples.
             timeout: one deadline for the whole batch, in seconds from this
                 call; every call unfinished by then, queued ones included,
                 gets ``ToolTimeoutError``. None means no limit.
@@ -268,7 +266,7 @@ class ToolRegistry:
 
         Raises:
             ToolError: the registry is closed (``recoverable=False``).
-            ValueError: a call is not a 2- or 3-tuple.
+            ValueError: a call is neither a ToolCall nor a 2- or 3-tuple.
         """
         deadline = None if timeout is None else perf_counter() + timeout
         batch, runnable = self._batch(calls, on_complete)
@@ -276,7 +274,7 @@ class ToolRegistry:
             # No deadline to watch, so the caller runs the first call itself:
             # one thread handoff fewer, and none at all for a lone call.
             pending = self._submit(batch, runnable[1:])
-            contextvars.copy_context().run(self._run_in_batch, batch, *runnable[0])
+            contextvars.copy_context().run(self._run_in_batch, batch, runnable[0])
             collect(batch, pending, None, None)
         else:
             collect(batch, self._submit(batch, runnable), deadline, timeout)
@@ -284,7 +282,7 @@ class ToolRegistry:
 
     def _invoke_watched(
         self,
-        calls: Iterable[ToolCall],
+        calls: Iterable[ToolCallLike],
         timeout: float,
         *,
         on_complete: Optional[CompletionCallback],
@@ -305,10 +303,12 @@ class ToolRegistry:
         if len(runnable) != 1:
             collect(batch, self._submit(batch, runnable), deadline, timeout)
             return batch.results  # type: ignore[return-value]
-        position, _, name, args, call_id = call = runnable[0]
+        call = runnable[0]
+        name = call.call.name
 
         def settle() -> List[ToolInvocation]:
-            batch.settle(position, ToolInvocation(name, args, None, overdue_error(name, timeout), call_id, timeout))
+            batch.settle(call.position, ToolInvocation(name, call.call.arguments, None, overdue_error(name, timeout),
+                                                       call.call.id, timeout))
             return batch.results  # type: ignore[return-value]
 
         with self._lock:
@@ -318,7 +318,7 @@ class ToolRegistry:
                 self._deadlines = Deadlines()
             deadlines = self._deadlines
             watch = deadlines.arm(deadline, functools.partial(on_overdue, settle))
-        contextvars.copy_context().run(self._run_in_batch, batch, *call)
+        contextvars.copy_context().run(self._run_in_batch, batch, call)
         if deadlines.disarm(watch):
             return batch.results  # type: ignore[return-value]
         return None
@@ -344,21 +344,22 @@ class ToolRegistry:
             future = self._drivers.submit(work)
         future.add_done_callback(lambda done: on_dropped() if done.cancelled() else None)
 
-    def _batch(self, calls: Iterable[ToolCall],
+    def _batch(self, calls: Iterable[ToolCallLike],
                on_complete: Optional[CompletionCallback]) -> Tuple[Batch, List[Call]]:
         """Look up and authorise every call: the batch (refusals settled) and the calls to run."""
         if self._closed:
             raise closed_error()
-        unpacked = [unpack(call) for call in calls]
+        of = ToolCall.of
+        unpacked = [of(call) for call in calls]
         batch = Batch(len(unpacked), on_complete)
         runnable: List[Call] = []
-        for position, (call_id, name, args) in enumerate(unpacked):
+        for position, call in enumerate(unpacked):
             try:
-                entry = self._authorised(name)
+                entry = self._authorised(call.name)
             except ToolError as exc:
-                batch.settle(position, ToolInvocation(name, args, error=exc, tool_call_id=call_id))
+                batch.settle(position, ToolInvocation(call.name, call.arguments, error=exc, tool_call_id=call.id))
                 continue
-            runnable.append((position, entry, name, args, call_id))
+            runnable.append(Call(position, entry, call))
         return batch, runnable
 
     def close(self) -> None:
@@ -466,8 +467,9 @@ class ToolRegistry:
                 return ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start, text=text)
         return ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
 
-    def _run_in_batch(self, batch: Batch, position: int, entry: Entry, name: str, args: Any, call_id: Any) -> None:
-        batch.settle(position, self._run(entry, name, args, call_id))
+    def _run_in_batch(self, batch: Batch, runnable: Call) -> None:
+        call = runnable.call
+        batch.settle(runnable.position, self._run(runnable.entry, call.name, call.arguments, call.id))
 
     def _submit(self, batch: Batch, calls: List[Call]) -> List[Tuple[Call, Future]]:
         if not calls:
@@ -481,8 +483,8 @@ class ToolRegistry:
 
                 self._executor = DaemonPool(self._max_workers)
             for call in calls:
-                future = self._executor.submit(self._run_in_batch, batch, *call)
-                self._running[future] = call[2]
+                future = self._executor.submit(self._run_in_batch, batch, call)
+                self._running[future] = call.call.name
                 pending.append((call, future))
         for _, future in pending:
             # Outside the lock: on a future already done the callback runs here, at once.
