@@ -5,7 +5,8 @@ yields a :class:`ToolBatch` whenever a round's calls must run and gets their
 results back. A :class:`Drive` runs that generator. Handing each tool to a
 pool thread and waiting for it costs two thread wake-ups per round, most of
 a round's time; here a lone call with a timeout runs in the thread that
-drives the turn instead, while the registry's deadline thread watches it.
+drives the turn instead (``ToolRegistry.invoke_here``), while the loop
+layer's deadline thread for that registry watches it.
 Should the tool overstay its timeout, the call is settled with
 ``ToolTimeoutError`` and a new thread goes on with the turn from there: a
 generator can be resumed by any thread. The stuck thread is abandoned, as a
@@ -15,7 +16,8 @@ Who drives:
 
 - a stream's worker thread drives its whole turn (``hand_off=False``);
 - a sync caller drives until the first call with a timeout, then hands the
-  turn to one of the registry's turn threads (``agcore-loop-<n>``, kept
+  turn to one of the registry's turn threads (``agcore-loop-<n>``, owned by
+  :class:`~agcore_sync.loop._turn_threads.TurnThreads`, kept
   ``TURN_THREAD_IDLE_SECS`` for a next turn) and waits for the end: two
   hand-offs per turn instead of two per round. The caller must not run such
   a tool itself, since it could not leave it at the deadline.
@@ -36,6 +38,7 @@ from typing import Any, Callable, Generator, List, Optional
 
 import attrs
 
+from agcore_sync.loop._turn_threads import TurnThreads
 from agcore_sync.tools.error import ToolError
 from agcore_sync.tools.invocation import CompletionCallback, ToolCall, ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
@@ -75,7 +78,7 @@ class Drive:
             :attr:`ended`).
         hand_off: the thread calling :meth:`go` waits for the end instead
             of running a watched tool (a sync caller, whose turn goes on in
-            the registry's ``agcore-loop-<n>`` threads); False for a thread
+            the loop layer's ``agcore-loop-<n>`` threads); False for a thread
             of the library's own (a stream's worker, ``agcore-stream-<n>``).
 
     Attributes:
@@ -133,8 +136,9 @@ class Drive:
                     value = context.run(registry.invoke_all, batch.calls, batch.timeout,
                                         on_complete=batch.on_complete)
                 else:
-                    value = context.copy().run(registry._invoke_watched, batch.calls, batch.timeout,
-                                               on_complete=batch.on_complete, on_overdue=self._overdue)
+                    watch = functools.partial(TurnThreads.of(registry).watch, on_overdue=self._overdue)
+                    value = context.copy().run(registry.invoke_here, batch.calls, batch.timeout,
+                                               on_complete=batch.on_complete, watch=watch)
                     if value is None:
                         return  # the tool overstayed: another thread took the turn over
             except BaseException as exc:  # noqa: BLE001 - goes into the turn, as if the call raised there
@@ -185,7 +189,7 @@ class Drive:
         """Run ``work`` on another thread: a registry's turn thread for a sync turn, else a new one."""
         if self._pooled:
             try:
-                self._registry._hand_over(work, on_dropped=self._dropped)
+                TurnThreads.of(self._registry).hand_over(work, on_dropped=self._dropped)
                 return
             except ToolError:
                 pass  # the registry is closed: a thread of the turn's own ends it
