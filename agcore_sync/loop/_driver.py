@@ -34,9 +34,7 @@ import contextvars
 import functools
 import itertools
 import threading
-from typing import Any, Callable, Generator, List, Optional
-
-import attrs
+from typing import Any, Callable, Generator, List, NamedTuple, Optional, Tuple
 
 from agcore_sync.loop._turn_threads import TurnThreads
 from agcore_sync.tools.error import ToolError
@@ -51,11 +49,11 @@ _numbers = itertools.count(1)
 Finish = Callable[[Any, Optional[BaseException]], None]
 
 
-@attrs.frozen(eq=False)
-class ToolBatch:
+class ToolBatch(NamedTuple):
     """What a turn yields: one round's calls to run, their timeout, and who hears of each result.
 
     ``registry`` runs the calls instead of the Drive's own (a turn handed off to another agent's tools).
+    Immutable; a NamedTuple rather than an attrs class because one is made every round.
     """
 
     calls: List[ToolCall]
@@ -101,6 +99,8 @@ class Drive:
         self._error: Optional[BaseException] = None
         self.thread: Optional[threading.Thread] = None
         self.ended = threading.Event()
+        # The last registry a watched call ran with, and the watch for it (made once per turn, not per round).
+        self._watching: Optional[Tuple[ToolRegistry, Callable[..., Callable[[], bool]]]] = None
 
     def go(self, value: Any = None, error: Optional[BaseException] = None,
            batch: Optional[ToolBatch] = None) -> None:
@@ -136,7 +136,7 @@ class Drive:
                     value = context.run(registry.invoke_all, batch.calls, batch.timeout,
                                         on_complete=batch.on_complete)
                 else:
-                    watch = functools.partial(TurnThreads.of(registry).watch, on_overdue=self._overdue)
+                    watch = self._watch_for(registry)
                     value = context.copy().run(registry.invoke_here, batch.calls, batch.timeout,
                                                on_complete=batch.on_complete, watch=watch)
                     if value is None:
@@ -172,6 +172,18 @@ class Drive:
     def _go_on(self, batch: ToolBatch) -> None:
         self.thread = threading.current_thread()
         self.go(batch=batch)
+
+    def _watch_for(self, registry: ToolRegistry) -> Callable[..., Callable[[], bool]]:
+        """Return the ``watch`` for ``registry.invoke_here``: its TurnThreads' deadline watcher, reporting to us.
+
+        Raises:
+            ToolError: the registry is closed.
+        """
+        watching = self._watching
+        if watching is None or watching[0] is not registry:
+            watching = self._watching = (registry, functools.partial(TurnThreads.of(registry).watch,
+                                                                     on_overdue=self._overdue))
+        return watching[1]
 
     def _overdue(self, settle: Callable[[], List[ToolInvocation]]) -> None:
         """On the deadline thread: a watched tool overstayed; another thread settles it and goes on."""
