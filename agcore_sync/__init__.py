@@ -324,7 +324,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolTimeoutError,
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
-    from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
-    from agcore_sync.tools.invocation import ToolCall  # noqa: F401
+    from agcore_sync.tools.invocation import ToolCall, ToolInvocation  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
     from agcore_sync.tools.registry import ToolRegistry  # noqa: F401
