@@ -139,6 +139,7 @@ _EXPORTS: Dict[str, str] = {
     "PermissionChecker": "agcore_sync.tools.permission",
     "PermissionConfig": "agcore_sync.tools.permission",
     "ToolInvocation": "agcore_sync.tools.invocation",
+    "ToolCall": "agcore_sync.tools.invocation",
     "ToolRegistry": "agcore_sync.tools.registry",
     "McpClient": "agcore_sync.mcp.client.session",
     "McpToolResult": "agcore_sync.mcp.client.session",
@@ -323,6 +324,6 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
         ToolTimeoutError,
     )
     from agcore_sync.tools.function import FunctionTool, tool  # noqa: F401
-    from agcore_sync.tools.invocation import ToolInvocation  # noqa: F401
+    from agcore_sync.tools.invocation import ToolCall, ToolInvocation  # noqa: F401
     from agcore_sync.tools.permission import Permission, PermissionChecker, PermissionConfig  # noqa: F401
     from agcore_sync.tools.registry import ToolRegistry  # noqa: F401

@@ -43,6 +43,7 @@ EXPORTED |= {"BedrockProvider"}
 EXPORTED |= {"FallbackProvider", "CircuitBreaker", "RateLimit", "RateLimitedProvider", "RateLimitWaitExceeded",
              "AllProvidersFailedError", "CircuitOpenError"}  # resilience; RedisRateLimitStore is in contrib.redis
 EXPORTED |= {"agent_tool", "SubagentEvent", "handoff"}  # agents composition (issue 27)
+EXPORTED |= {"ToolCall"}  # one shape of a tool call (issue 22 layout)
 
 
 def test_every_name_in_all_is_importable_from_the_package():

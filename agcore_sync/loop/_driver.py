@@ -5,7 +5,8 @@ yields a :class:`ToolBatch` whenever a round's calls must run and gets their
 results back. A :class:`Drive` runs that generator. Handing each tool to a
 pool thread and waiting for it costs two thread wake-ups per round, most of
 a round's time; here a lone call with a timeout runs in the thread that
-drives the turn instead, while the registry's deadline thread watches it.
+drives the turn instead (``ToolRegistry.invoke_here``), while the loop
+layer's deadline thread for that registry watches it.
 Should the tool overstay its timeout, the call is settled with
 ``ToolTimeoutError`` and a new thread goes on with the turn from there: a
 generator can be resumed by any thread. The stuck thread is abandoned, as a
@@ -15,7 +16,8 @@ Who drives:
 
 - a stream's worker thread drives its whole turn (``hand_off=False``);
 - a sync caller drives until the first call with a timeout, then hands the
-  turn to one of the registry's turn threads (``agcore-loop-<n>``, kept
+  turn to one of the registry's turn threads (``agcore-loop-<n>``, owned by
+  :class:`~agcore_sync.loop._turn_threads.TurnThreads`, kept
   ``TURN_THREAD_IDLE_SECS`` for a next turn) and waits for the end: two
   hand-offs per turn instead of two per round. The caller must not run such
   a tool itself, since it could not leave it at the deadline.
@@ -32,11 +34,12 @@ import contextvars
 import functools
 import itertools
 import threading
-from typing import Any, Callable, Generator, List, Optional
+from typing import Any, Callable, Generator, List, NamedTuple, Optional, Tuple
 
+from agcore_sync.loop._turn_threads import TurnThreads
 from agcore_sync.tools.error import ToolError
-from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
-from agcore_sync.tools.registry import ToolCall, ToolRegistry
+from agcore_sync.tools.invocation import CompletionCallback, ToolCall, ToolInvocation
+from agcore_sync.tools.registry import ToolRegistry
 
 __all__ = ["Drive", "Finish", "ToolBatch"]
 
@@ -46,20 +49,17 @@ _numbers = itertools.count(1)
 Finish = Callable[[Any, Optional[BaseException]], None]
 
 
-class ToolBatch:
+class ToolBatch(NamedTuple):
     """What a turn yields: one round's calls to run, their timeout, and who hears of each result.
 
     ``registry`` runs the calls instead of the Drive's own (a turn handed off to another agent's tools).
+    Immutable; a NamedTuple rather than an attrs class because one is made every round.
     """
 
-    __slots__ = ("calls", "timeout", "on_complete", "registry")
-
-    def __init__(self, calls: List[ToolCall], timeout: Optional[float],
-                 on_complete: Optional[CompletionCallback], registry: Optional[ToolRegistry] = None) -> None:
-        self.calls = calls
-        self.timeout = timeout
-        self.on_complete = on_complete
-        self.registry = registry
+    calls: List[ToolCall]
+    timeout: Optional[float]
+    on_complete: Optional[CompletionCallback]
+    registry: Optional[ToolRegistry] = None
 
 
 Steps = Generator[ToolBatch, List[ToolInvocation], Any]
@@ -76,7 +76,7 @@ class Drive:
             :attr:`ended`).
         hand_off: the thread calling :meth:`go` waits for the end instead
             of running a watched tool (a sync caller, whose turn goes on in
-            the registry's ``agcore-loop-<n>`` threads); False for a thread
+            the loop layer's ``agcore-loop-<n>`` threads); False for a thread
             of the library's own (a stream's worker, ``agcore-stream-<n>``).
 
     Attributes:
@@ -99,6 +99,8 @@ class Drive:
         self._error: Optional[BaseException] = None
         self.thread: Optional[threading.Thread] = None
         self.ended = threading.Event()
+        # The last registry a watched call ran with, and the watch for it (made once per turn, not per round).
+        self._watching: Optional[Tuple[ToolRegistry, Callable[..., Callable[[], bool]]]] = None
 
     def go(self, value: Any = None, error: Optional[BaseException] = None,
            batch: Optional[ToolBatch] = None) -> None:
@@ -134,8 +136,9 @@ class Drive:
                     value = context.run(registry.invoke_all, batch.calls, batch.timeout,
                                         on_complete=batch.on_complete)
                 else:
-                    value = context.copy().run(registry._invoke_watched, batch.calls, batch.timeout,
-                                               on_complete=batch.on_complete, on_overdue=self._overdue)
+                    watch = self._watch_for(registry)
+                    value = context.copy().run(registry.invoke_here, batch.calls, batch.timeout,
+                                               on_complete=batch.on_complete, watch=watch)
                     if value is None:
                         return  # the tool overstayed: another thread took the turn over
             except BaseException as exc:  # noqa: BLE001 - goes into the turn, as if the call raised there
@@ -170,6 +173,18 @@ class Drive:
         self.thread = threading.current_thread()
         self.go(batch=batch)
 
+    def _watch_for(self, registry: ToolRegistry) -> Callable[..., Callable[[], bool]]:
+        """Return the ``watch`` for ``registry.invoke_here``: its TurnThreads' deadline watcher, reporting to us.
+
+        Raises:
+            ToolError: the registry is closed.
+        """
+        watching = self._watching
+        if watching is None or watching[0] is not registry:
+            watching = self._watching = (registry, functools.partial(TurnThreads.of(registry).watch,
+                                                                     on_overdue=self._overdue))
+        return watching[1]
+
     def _overdue(self, settle: Callable[[], List[ToolInvocation]]) -> None:
         """On the deadline thread: a watched tool overstayed; another thread settles it and goes on."""
         try:
@@ -186,7 +201,7 @@ class Drive:
         """Run ``work`` on another thread: a registry's turn thread for a sync turn, else a new one."""
         if self._pooled:
             try:
-                self._registry._hand_over(work, on_dropped=self._dropped)
+                TurnThreads.of(self._registry).hand_over(work, on_dropped=self._dropped)
                 return
             except ToolError:
                 pass  # the registry is closed: a thread of the turn's own ends it

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from agcore_sync.hooks import Approve, Decision
 from agcore_sync.llm.types import Usage
-from agcore_sync.loop.limits import RunUsage
+from agcore_sync.loop.limits import RunUsage, TurnAccount
 
 __all__ = ["LinkedCancel", "Nest", "current", "minus", "nest_of"]
 
@@ -163,14 +163,14 @@ class Nest:
         """Return True if the call waits for its sub-agent's approvals."""
         return tool_call_id in self._waiting
 
-    def fold(self, loop: Any) -> None:
-        """Add the reports since the last fold to ``loop``'s usage and count."""
+    def fold(self, usage_by_model: List[Tuple[Usage, Optional[str]]], account: TurnAccount) -> None:
+        """Add the reports since the last fold to a loop's ``usage_by_model`` and its turn's ``account``."""
         with self._lock:
             reports, self._reports = self._reports, []
         for agent_name, pairs, used, by_agent in reports:
-            loop.usage_by_model.extend(pairs)
-            loop._account.requests += used.requests
-            loop._account.tool_calls += used.tool_calls
+            usage_by_model.extend(pairs)
+            account.requests += used.requests
+            account.tool_calls += used.tool_calls
             self.requests += used.requests
             self.tool_calls += used.tool_calls
             self._add(agent_name, used)
@@ -223,8 +223,8 @@ class Nest:
                 "by_agent": {path: used.to_dict() for path, used in self.by_agent.items()}, "handoffs": handoffs}
 
     def load(self, saved: Optional[Mapping[str, Any]], decisions: Mapping[str, Decision],
-             loop: Any) -> Dict[str, Decision]:
-        """Take up a paused turn's nest state; return ``decisions`` as the loop sees them.
+             account: TurnAccount) -> Dict[str, Decision]:
+        """Take up a paused turn's nest state, its counts into ``account``; return ``decisions`` as the loop sees them.
 
         A waiting sub-agent call gets ``Approve()`` (it runs again, and
         resumes its sub-session with the decisions of its inner calls, their
@@ -234,8 +234,8 @@ class Nest:
             return dict(decisions)
         self.requests = int(saved.get("requests", 0))
         self.tool_calls = int(saved.get("tool_calls", 0))
-        loop._account.requests += self.requests
-        loop._account.tool_calls += self.tool_calls
+        account.requests += self.requests
+        account.tool_calls += self.tool_calls
         self.by_agent = {path: RunUsage.from_dict(used) for path, used in (saved.get("by_agent") or {}).items()}
         self._switched_before_pause = list(saved.get("handoffs") or ())
         waiting: Dict[str, Any] = dict(saved.get("waiting") or {})
@@ -253,14 +253,14 @@ class Nest:
         return outer
 
 
-def nest_of(loop: Any) -> Nest:
-    """Return ``loop``'s nest (made on first need), made current for the tools it runs next.
+def nest_of(nest: Optional[Nest], loop: Any) -> Nest:
+    """Return ``nest``, or a new one for ``loop`` if None, made current for the tools ``loop`` runs next.
 
-    Called just before a round's batch is handed over: the round's deadline starts here.
+    Called just before a round's batch is handed over: the round's deadline
+    starts here. The loop keeps what it returns (``ToolLoop._nest``).
     """
-    nest = loop._nest
     if nest is None:
-        nest = loop._nest = Nest(loop.emit, loop.cancel, loop.pausable)
+        nest = Nest(loop.emit, loop.cancel, loop.pausable)
     timeout = loop.cycle.config.tool_timeout_secs
     nest.deadline = None if timeout is None else time.monotonic() + timeout
     nest.enter()

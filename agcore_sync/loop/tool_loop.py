@@ -38,7 +38,7 @@ from agcore_sync.loop._output import OutputPlan
 from agcore_sync.loop._results import RepeatGuard, cut_output, cut_utf8, runnable_calls
 from agcore_sync.loop.limits import RunUsage, TurnAccount
 from agcore_sync.tools.error import PermissionDeniedError, ToolError
-from agcore_sync.tools.invocation import ToolInvocation
+from agcore_sync.tools.invocation import ToolCall, ToolInvocation
 from agcore_sync.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:  # loaded by the first streamed or paused turn: a plain run needs neither
@@ -219,7 +219,8 @@ class ToolLoop:
         self._guard.restore(paused.guard)
         with self._account.start(self.cycle, Cancelled):
             self._check_cancel()
-            decisions = nest_of(self).load(paused.subagents, decisions, self)
+            self._nest = nest_of(self._nest, self)
+            decisions = self._nest.load(paused.subagents, decisions, self._account)
             results = yield from self._run_tools(paused.assistant.tool_uses, settled=paused.settled_results(),
                                                  decisions=decisions)
             if self._pause_if_waiting(paused.final_response, results):
@@ -280,7 +281,7 @@ class ToolLoop:
         from agcore_sync.llm.events import ApprovalRequired
         from agcore_sync.loop.pause import PausedTurn
 
-        nest = nest_of(self)
+        nest = self._nest = nest_of(self._nest, self)
         waiting = [call for call, result in zip(response.message.tool_uses, results) if result is None]
         requests = nest.requests_of(waiting)  # a sub-agent's waiting calls stand for its call
         self.paused = PausedTurn(
@@ -413,9 +414,9 @@ class ToolLoop:
             raise
         if to_run:
             self._check_cancel()
-            batch = [(calls[i].id, calls[i].name, calls[i].input) for i in to_run]
+            batch = [ToolCall(calls[i].name, calls[i].input, calls[i].id) for i in to_run]
             done: Dict[int, ToolInvocation] = {}
-            nest = nest_of(self)
+            nest = self._nest = nest_of(self._nest, self)
 
             def on_complete(position: int, invocation: ToolInvocation) -> None:
                 done[position] = invocation
@@ -424,7 +425,7 @@ class ToolLoop:
 
             invocations = yield ToolBatch(batch, self.cycle.config.tool_timeout_secs,
                                           on_complete if emit is not None else None, registry=self.registry)
-            nest.fold(self)  # what the round's sub-agents used
+            nest.fold(self.usage_by_model, self._account)  # what the round's sub-agents used
             for position, (i, invocation) in enumerate(zip(to_run, invocations)):
                 if invocation.ok and nest.waits(calls[i].id):
                     waiting.append(i)  # a sub-agent paused for approval: so does this turn

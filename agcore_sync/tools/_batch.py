@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from agcore_sync import _instrument
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolTimeoutError
-from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
+from agcore_sync.tools.invocation import CompletionCallback, ToolCall, ToolInvocation
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -25,9 +25,16 @@ __all__ = ["Batch", "Call", "collect", "overdue_error"]
 
 logger = _instrument.get_logger("agcore_sync.tools.registry")
 
-#: A call ready to run: its position in the batch, the registry's entry for
-#: the tool, the name, the arguments, the call id.
-Call = Tuple[int, Any, str, Any, Optional[str]]
+
+class Call:
+    """A call ready to run: its position in the batch, the registry's entry for its tool, the call."""
+
+    __slots__ = ("position", "entry", "call")
+
+    def __init__(self, position: int, entry: Any, call: ToolCall) -> None:
+        self.position = position
+        self.entry = entry
+        self.call = call
 
 
 class Batch:
@@ -77,17 +84,18 @@ def collect(batch: Batch, pending: Sequence[Tuple[Call, Future]], deadline: Opti
             break  # the deadline has passed: every unfinished call is timed out below
         except CancelledError:
             continue
-    for (position, _, name, args, call_id), future in pending:
+    for runnable, future in pending:
+        position, call = runnable.position, runnable.call
         if batch.results[position] is not None:
             if not future.done():
                 # Its worker has settled it and is still in on_complete: let
                 # that finish, so every report comes before we return.
                 future.exception()
             continue
-        error = _unfinished_error(future, name, timeout)
+        error = _unfinished_error(future, call.name, timeout)
         # A timed-out call lasted from the start of the batch to now.
         elapsed = 0.0 if deadline is None or timeout is None else perf_counter() - (deadline - timeout)
-        batch.settle(position, ToolInvocation(name, args, None, error, call_id, elapsed))
+        batch.settle(position, ToolInvocation(call.name, call.arguments, None, error, call.id, elapsed))
 
 
 def _unfinished_error(future: Future, name: str, timeout: Optional[float]) -> ToolError:

@@ -1,15 +1,15 @@
-"""What :class:`~agcore_sync.tools.registry.ToolRegistry` keeps per tool, and how a call is spelled."""
+"""What :class:`~agcore_sync.tools.registry.ToolRegistry` keeps per tool."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Optional
 
 from agcore_sync.tools import _validation
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError
 from agcore_sync.tools.permission import Permission
 
-__all__ = ["Entry", "closed_error", "unpack"]
+__all__ = ["Entry", "closed_error"]
 
 
 class Entry:
@@ -34,11 +34,3 @@ def closed_error() -> ToolError:
     """Return the error of a call to a closed registry."""
     return ToolError("the tool registry is closed; create a new ToolRegistry", recoverable=False)
 
-
-def unpack(call: Sequence[Any]) -> Tuple[Optional[str], str, Any]:
-    """Return ``(tool_call_id, name, args)`` of a ``(name, args)`` or ``(tool_call_id, name, args)`` call."""
-    if len(call) == 2:
-        return None, call[0], call[1]
-    if len(call) == 3:
-        return call[0], call[1], call[2]
-    raise ValueError(f"a tool call is (name, args) or (tool_call_id, name, args), got {len(call)} items")

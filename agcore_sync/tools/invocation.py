@@ -1,5 +1,8 @@
-"""ToolInvocation: the record of one tool call; CompletionCallback: how a batch reports one.
+"""ToolCall: one call of a tool; ToolInvocation: its record; CompletionCallback: how a batch reports one.
 
+:class:`ToolCall` is the one shape of a call across ``tools/`` and ``loop/``:
+what ``ToolRegistry.invoke_all`` takes (tuples are accepted too) and what a
+tool loop hands the registry for each ``ToolUseBlock`` the model sent.
 A :class:`~agcore_sync.tools.registry.ToolRegistry` returns one
 :class:`ToolInvocation` per call; the loops turn it into the tool result the
 model reads (:meth:`ToolInvocation.content`). Pure values, no I/O.
@@ -16,12 +19,58 @@ from agcore_sync.llm.types import ContentBlock, TextBlock
 from agcore_sync.tools.error import ToolExecutionError
 from agcore_sync.tools.result_json import result_text
 
-__all__ = ["ToolInvocation", "CompletionCallback"]
+__all__ = ["ToolCall", "ToolCallLike", "ToolInvocation", "CompletionCallback"]
 
 #: The block types a tool may return as its result, by tag: text and image
 #: (an ``ImageBlock`` is told by its tag, so a program without images never
 #: loads :mod:`agcore_sync.llm.media`).
 _RESULT_BLOCK_TAGS = ("text", "image")
+
+
+@attrs.frozen
+@value_methods
+class ToolCall:
+    """One call of a tool: which tool, with what arguments, under which id.
+
+    ``ToolRegistry.invoke_all`` takes these (or the tuples
+    ``(name, arguments)`` / ``(id, name, arguments)``, see :meth:`of`).
+
+    Args:
+        name: the tool's name.
+        arguments: the arguments; anything but a dict is invalid (never
+            coerced), reported in the invocation's ``error``.
+        id: the model's id for the call, copied to
+            :attr:`ToolInvocation.tool_call_id`; None if there is none.
+
+    .. versionadded:: 0.1.0
+    """
+
+    name: str
+    arguments: Any
+    id: Optional[str] = None
+
+    @classmethod
+    def of(cls, call: ToolCallLike) -> ToolCall:
+        """Return ``call`` as a ToolCall: itself, or made of a ``(name, arguments)`` / ``(id, name, arguments)`` tuple.
+
+        Raises:
+            ValueError: ``call`` is neither a ToolCall nor a 2- or 3-item sequence.
+        """
+        if isinstance(call, ToolCall):
+            return call
+        if isinstance(call, (tuple, list)):
+            if len(call) == 2:
+                return cls(call[0], call[1])
+            if len(call) == 3:
+                return cls(call[1], call[2], call[0])
+            raise ValueError(f"a tool call is (name, args) or (tool_call_id, name, args), got {len(call)} items")
+        raise ValueError(f"a tool call is a ToolCall or a (name, args) / (tool_call_id, name, args) tuple, "
+                         f"got {type(call).__name__}")
+
+
+#: What ``ToolRegistry.invoke_all`` accepts as a call: a :class:`ToolCall`,
+#: ``(name, arguments)`` or ``(tool_call_id, name, arguments)``.
+ToolCallLike = Union[ToolCall, Tuple[str, Any], Tuple[Optional[str], str, Any]]
 
 
 @attrs.frozen

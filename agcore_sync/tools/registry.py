@@ -5,9 +5,12 @@ up the tool, check its permissions, validate the arguments against its JSON
 Schema, run it, check that its result is JSON-serialisable. A call that is
 denied or has invalid arguments never reaches ``execute``.
 
-This module does no I/O. The registry owns two thread pools (its tools',
-the turns') and one deadline thread, each created on first need; see
-:class:`ToolRegistry` for their lifecycle. The record of a call,
+This module does no I/O. The registry owns one thread pool (its tools'),
+created on first need; see :class:`ToolRegistry` for its lifecycle. The
+threads that drive sync tool-loop turns and watch their deadlines belong to
+the loop layer (``loop/_turn_threads.py``), which keeps them per registry
+through :meth:`ToolRegistry.attached` so that :meth:`ToolRegistry.close`
+stops them too. The record of a call,
 :class:`~agcore_sync.tools.invocation.ToolInvocation`, lives in
 :mod:`agcore_sync.tools.invocation`; how a batch's calls are settled, in
 ``tools/_batch.py``.
@@ -21,31 +24,28 @@ and a tool that sets one changes only its copy.
 from __future__ import annotations
 
 import contextvars
-import functools
 import os
-import sys
 import threading
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from agcore_sync import _check, _instrument
 from agcore_sync.llm.types import ToolDef
 from agcore_sync.tools import _validation
 from agcore_sync.tools._batch import Batch, Call, collect, overdue_error
-from agcore_sync.tools._entry import Entry, closed_error, unpack
-from agcore_sync.tools._timer import Deadlines
+from agcore_sync.tools._entry import Entry, closed_error
 from agcore_sync.tools.base import BaseTool
 from agcore_sync.tools.error import ToolError, ToolExecutionError, ToolNotFoundError
-from agcore_sync.tools.invocation import CompletionCallback, ToolInvocation
+from agcore_sync.tools.invocation import CompletionCallback, ToolCall, ToolCallLike, ToolInvocation
 from agcore_sync.tools.permission import PermissionChecker
 from agcore_sync.tools.result_json import result_text
 
 if TYPE_CHECKING:  # the pools (and concurrent.futures) load when first needed
     from concurrent.futures import Future
 
-    from agcore_sync.tools._pool import DaemonPool
+    from agcore_sync._pool import DaemonPool
 
-__all__ = ["ToolInvocation", "ToolRegistry", "ToolCall", "CompletionCallback",
+__all__ = ["ToolInvocation", "ToolRegistry", "ToolCall", "ToolCallLike", "CompletionCallback",
            "CLOSE_TIMEOUT_SECS", "DEFAULT_MAX_WORKERS", "TURN_THREAD_IDLE_SECS"]
 
 logger = _instrument.get_logger(__name__)
@@ -55,15 +55,13 @@ logger = _instrument.get_logger(__name__)
 #: worker until it returns, and close() must not hang on it.
 CLOSE_TIMEOUT_SECS = 2.0
 
-#: Seconds an idle turn thread (``agcore-loop-<n>``) waits for a turn before it exits (read at its pool's start).
+#: Seconds an idle turn thread (``agcore-loop-<n>``) waits for a turn before it exits. The turn
+#: threads belong to the loop layer, which reads this when it starts a registry's pool of them.
 TURN_THREAD_IDLE_SECS = 60.0
 
 #: Workers in a registry's pool when ``max_workers`` is None. Tools mostly
 #: wait on I/O, so more workers than cores pay off; the cap bounds the threads.
 DEFAULT_MAX_WORKERS = min(32, max(8, 4 * (os.cpu_count() or 1)))
-
-#: A call for :meth:`ToolRegistry.invoke_all`: ``(name, args)`` or ``(tool_call_id, name, args)``.
-ToolCall = Union[Tuple[str, Any], Tuple[Optional[str], str, Any]]
 
 
 class ToolRegistry:
@@ -87,14 +85,16 @@ class ToolRegistry:
     context taken when it was submitted, inline or on the pool.
 
     The tool loop runs a round's lone call with a timeout in the thread
-    driving the turn, not on the pool: for a sync turn, one of the
-    registry's turn threads (``agcore-loop-<n>``, one per turn running at
-    once, kept :data:`TURN_THREAD_IDLE_SECS` for a next turn). One more
-    thread, ``agcore-deadlines-<n>`` (started with the first such call),
-    watches those calls' deadlines.
-    :meth:`close` stops them all, waiting at most :data:`CLOSE_TIMEOUT_SECS`
-    for a turn still running (it ends at its next tool call); while a
-    watched call still runs, its deadline fires first.
+    driving the turn, not on the pool (:meth:`invoke_here`): for a sync
+    turn, one of the loop layer's turn threads for this registry
+    (``agcore-loop-<n>``, one per turn running at once, kept
+    :data:`TURN_THREAD_IDLE_SECS` for a next turn). One more thread,
+    ``agcore-deadlines-<n>`` (started with the first such call), watches
+    those calls' deadlines. The loop layer owns both and attaches them here
+    (:meth:`attached`); :meth:`close` stops them too, waiting at most
+    :data:`CLOSE_TIMEOUT_SECS` in all for a turn still running (it ends at
+    its next tool call); while a watched call still runs, its deadline
+    fires first.
 
     Args:
         permission_checker: checks every call's permissions; None means no
@@ -103,8 +103,7 @@ class ToolRegistry:
         max_workers: the pool's size; None means :data:`DEFAULT_MAX_WORKERS`.
     """
 
-    __slots__ = ("_checker", "_max_workers", "_lock", "_tools", "_executor", "_drivers", "_deadlines", "_running",
-                 "_closed")
+    __slots__ = ("_checker", "_max_workers", "_lock", "_tools", "_executor", "_attached", "_running", "_closed")
 
     def __init__(
         self, permission_checker: Optional[PermissionChecker] = None, max_workers: Optional[int] = None
@@ -118,8 +117,8 @@ class ToolRegistry:
         self._lock = threading.Lock()
         self._tools: Dict[str, Entry] = {}
         self._executor: Optional[DaemonPool] = None
-        self._drivers: Optional[DaemonPool] = None
-        self._deadlines: Optional[Deadlines] = None
+        # What other layers keep per registry (see attached()), closed by close().
+        self._attached: Dict[Any, Any] = {}
         # Submitted calls not finished yet, with their tool's name (for close()).
         self._running: Dict[Future, str] = {}
         self._closed = False
@@ -237,12 +236,12 @@ class ToolRegistry:
             # ContextVar must not change the caller's value.
             return contextvars.copy_context().run(self._run, entry, name, args, tool_call_id)
         batch = Batch(1, None)
-        collect(batch, self._submit(batch, [(0, entry, name, args, tool_call_id)]), deadline, timeout)
+        collect(batch, self._submit(batch, [Call(0, entry, ToolCall(name, args, tool_call_id))]), deadline, timeout)
         return batch.results[0]  # type: ignore[return-value]
 
     def invoke_all(
         self,
-        calls: Iterable[ToolCall],
+        calls: Iterable[ToolCallLike],
         timeout: Optional[float] = None,
         *,
         on_complete: Optional[CompletionCallback] = None,
@@ -254,7 +253,8 @@ class ToolRegistry:
         every other failure.
 
         Args:
-            calls: ``(name, args)`` or ``(tool_call_id, name, args)`` tuples.
+            calls: :class:`~agcore_sync.tools.invocation.ToolCall` values, or
+                ``(name, args)`` / ``(tool_call_id, name, args)`` tuples.
             timeout: one deadline for the whole batch, in seconds from this
                 call; every call unfinished by then, queued ones included,
                 gets ``ToolTimeoutError``. None means no limit.
@@ -268,7 +268,7 @@ class ToolRegistry:
 
         Raises:
             ToolError: the registry is closed (``recoverable=False``).
-            ValueError: a call is not a 2- or 3-tuple.
+            ValueError: a call is neither a ToolCall nor a 2- or 3-tuple.
         """
         deadline = None if timeout is None else perf_counter() + timeout
         batch, runnable = self._batch(calls, on_complete)
@@ -276,89 +276,95 @@ class ToolRegistry:
             # No deadline to watch, so the caller runs the first call itself:
             # one thread handoff fewer, and none at all for a lone call.
             pending = self._submit(batch, runnable[1:])
-            contextvars.copy_context().run(self._run_in_batch, batch, *runnable[0])
+            contextvars.copy_context().run(self._run_in_batch, batch, runnable[0])
             collect(batch, pending, None, None)
         else:
             collect(batch, self._submit(batch, runnable), deadline, timeout)
         return batch.results  # type: ignore[return-value]
 
-    def _invoke_watched(
+    def invoke_here(
         self,
-        calls: Iterable[ToolCall],
+        calls: Iterable[ToolCallLike],
         timeout: float,
         *,
         on_complete: Optional[CompletionCallback],
-        on_overdue: Callable[[Callable[[], List[ToolInvocation]]], None],
+        watch: Callable[[float, Callable[[], List[ToolInvocation]]], Callable[[], bool]],
     ) -> Optional[List[ToolInvocation]]:
-        """Like :meth:`invoke_all`, but a lone call with a timeout runs in this thread, watched.
+        """Like :meth:`invoke_all`, but a lone call runs in the calling thread, under a watched deadline.
 
-        The tool loop's driver uses it to save the two thread hand-offs of
-        a round. If the call is still running at its deadline,
-        ``on_overdue(settle)`` runs on the deadline thread (it must not
-        block: it hands ``settle`` to another thread, which calls it to get
-        the results, the call settled with ``ToolTimeoutError`` unless it
-        has just returned); this method then returns None once the tool does
-        return. Otherwise it returns the results, like :meth:`invoke_all`.
+        Package-internal (not public API): the tool loop's driver
+        (``agcore_sync.loop``) calls it to save a round's two thread hand-offs.
+
+        For a lone call, ``watch(deadline, settle)`` is called first
+        (``deadline`` a ``perf_counter()`` time) and returns ``disarm``, then
+        the tool runs here, then ``disarm()`` is called. ``watch`` arranges
+        that, should the deadline come first, another thread calls
+        ``settle()``: that settles the call with ``ToolTimeoutError`` (unless
+        it has just returned) and returns the results; ``disarm()`` then
+        returns False and this method returns None once the tool does
+        return; otherwise it returns the results. Several calls run on the pool.
+
+        Raises:
+            ToolError: the registry is closed (``recoverable=False``), or
+                what ``watch`` raises.
+            ValueError: a call is neither a ToolCall nor a 2- or 3-tuple.
         """
         deadline = perf_counter() + timeout
         batch, runnable = self._batch(calls, on_complete)
         if len(runnable) != 1:
             collect(batch, self._submit(batch, runnable), deadline, timeout)
             return batch.results  # type: ignore[return-value]
-        position, _, name, args, call_id = call = runnable[0]
+        runnable_call = runnable[0]
+        call = runnable_call.call
 
         def settle() -> List[ToolInvocation]:
-            batch.settle(position, ToolInvocation(name, args, None, overdue_error(name, timeout), call_id, timeout))
+            batch.settle(runnable_call.position, ToolInvocation(
+                call.name, call.arguments, None, overdue_error(call.name, timeout), call.id, timeout))
             return batch.results  # type: ignore[return-value]
 
-        with self._lock:
-            if self._closed:
-                raise closed_error()
-            if self._deadlines is None:
-                self._deadlines = Deadlines()
-            deadlines = self._deadlines
-            watch = deadlines.arm(deadline, functools.partial(on_overdue, settle))
-        contextvars.copy_context().run(self._run_in_batch, batch, *call)
-        if deadlines.disarm(watch):
+        disarm = watch(deadline, settle)
+        contextvars.copy_context().run(self._run_in_batch, batch, runnable_call)
+        if disarm():
             return batch.results  # type: ignore[return-value]
         return None
 
-    def _hand_over(self, work: Callable[[], None], on_dropped: Callable[[], None]) -> None:
-        """Run ``work()`` on one of the threads that drive sync turns (``agcore-loop-<n>``).
+    def attached(self, key: Any, make: Callable[[], Any]) -> Any:
+        """Return what is kept under ``key`` for this registry, made by ``make()`` on the first call.
 
-        The pool has no size limit: each thread drives one turn at a time,
-        and a turn must never wait for another's to start. ``on_dropped()``
-        runs instead of ``work`` if :meth:`close` cancels it before it starts.
+        Package-internal: the close hook through which another layer of the
+        package (the loop layer's turn threads and deadline watcher) keeps a
+        thread owner per registry; not part of the public API. The object
+        must have ``close(timeout)``: :meth:`close` calls it once, with the
+        seconds left of :data:`CLOSE_TIMEOUT_SECS`, after the pool is stopped;
+        it must stop and join its threads within that time.
 
         Raises:
             ToolError: the registry is closed (``recoverable=False``).
-            RuntimeError: no thread could be started.
         """
         with self._lock:
             if self._closed:
                 raise closed_error()
-            if self._drivers is None:
-                from agcore_sync.tools._pool import DaemonPool
+            kept = self._attached.get(key)
+            if kept is None:
+                kept = self._attached[key] = make()
+            return kept
 
-                self._drivers = DaemonPool(sys.maxsize, name="agcore-loop", idle_timeout=TURN_THREAD_IDLE_SECS)
-            future = self._drivers.submit(work)
-        future.add_done_callback(lambda done: on_dropped() if done.cancelled() else None)
-
-    def _batch(self, calls: Iterable[ToolCall],
+    def _batch(self, calls: Iterable[ToolCallLike],
                on_complete: Optional[CompletionCallback]) -> Tuple[Batch, List[Call]]:
         """Look up and authorise every call: the batch (refusals settled) and the calls to run."""
         if self._closed:
             raise closed_error()
-        unpacked = [unpack(call) for call in calls]
+        of = ToolCall.of
+        unpacked = [of(call) for call in calls]
         batch = Batch(len(unpacked), on_complete)
         runnable: List[Call] = []
-        for position, (call_id, name, args) in enumerate(unpacked):
+        for position, call in enumerate(unpacked):
             try:
-                entry = self._authorised(name)
+                entry = self._authorised(call.name)
             except ToolError as exc:
-                batch.settle(position, ToolInvocation(name, args, error=exc, tool_call_id=call_id))
+                batch.settle(position, ToolInvocation(call.name, call.arguments, error=exc, tool_call_id=call.id))
                 continue
-            runnable.append((position, entry, name, args, call_id))
+            runnable.append(Call(position, entry, call))
         return batch, runnable
 
     def close(self) -> None:
@@ -373,13 +379,11 @@ class ToolRegistry:
                 return
             self._closed = True
             executor, self._executor = self._executor, None
-            drivers, self._drivers = self._drivers, None
-            deadlines = self._deadlines
+            attached = list(self._attached.values())
             running = dict(self._running)
         end = perf_counter() + CLOSE_TIMEOUT_SECS  # one bound for every wait below
-        for pool in (executor, drivers):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
         stuck: Any = ()
         if running:
             from concurrent.futures import wait  # loaded with the pool
@@ -394,12 +398,10 @@ class ToolRegistry:
             )
         elif executor is not None:
             executor.shutdown(wait=True, timeout=max(0.0, end - perf_counter()))  # the workers are only exiting
-        if drivers is not None:
-            # A turn still running ends at its next tool call (the registry is closed).
-            drivers.shutdown(wait=True, timeout=max(0.0, end - perf_counter()))
-        if deadlines is not None:
-            # Returns at once unless a watched tool runs: its deadline still fires.
-            deadlines.stop(max(0.0, end - perf_counter()))
+        for kept in attached:
+            # The loop's turn threads: a turn still running ends at its next tool call (the
+            # registry is closed); a watched tool still running gets its deadline first.
+            kept.close(max(0.0, end - perf_counter()))
 
     def __enter__(self) -> ToolRegistry:
         return self
@@ -466,8 +468,9 @@ class ToolRegistry:
                 return ToolInvocation(name, args, output, None, tool_call_id, perf_counter() - start, text=text)
         return ToolInvocation(name, args, None, error, tool_call_id, perf_counter() - start)
 
-    def _run_in_batch(self, batch: Batch, position: int, entry: Entry, name: str, args: Any, call_id: Any) -> None:
-        batch.settle(position, self._run(entry, name, args, call_id))
+    def _run_in_batch(self, batch: Batch, runnable: Call) -> None:
+        call = runnable.call
+        batch.settle(runnable.position, self._run(runnable.entry, call.name, call.arguments, call.id))
 
     def _submit(self, batch: Batch, calls: List[Call]) -> List[Tuple[Call, Future]]:
         if not calls:
@@ -477,12 +480,12 @@ class ToolRegistry:
             if self._closed:
                 raise closed_error()
             if self._executor is None:
-                from agcore_sync.tools._pool import DaemonPool
+                from agcore_sync._pool import DaemonPool
 
                 self._executor = DaemonPool(self._max_workers)
             for call in calls:
-                future = self._executor.submit(self._run_in_batch, batch, *call)
-                self._running[future] = call[2]
+                future = self._executor.submit(self._run_in_batch, batch, call)
+                self._running[future] = call.call.name
                 pending.append((call, future))
         for _, future in pending:
             # Outside the lock: on a future already done the callback runs here, at once.

@@ -8,6 +8,7 @@ on in a new one. See ``agcore_sync/loop/_driver.py``.
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 
@@ -16,9 +17,11 @@ import pytest
 from agcore_sync.hooks import HookEvent, Hooks
 from agcore_sync.llm.events import Error, ToolExecutionCompleted, ToolExecutionStarted
 from agcore_sync.llm.mock import MockProvider
+from agcore_sync.loop._turn_threads import TurnThreads
 from agcore_sync.loop.cycle import CycleConfig, LlmCycle
 from agcore_sync.tools.error import ToolError, ToolTimeoutError
 from agcore_sync.tools.function import tool
+from agcore_sync.tools.invocation import ToolCall
 from agcore_sync.tools.registry import ToolRegistry
 
 WAIT = 5.0
@@ -178,9 +181,9 @@ def test_a_late_result_of_an_overstaying_call_is_reported_to_no_one(held):
         # In this (test) thread: the call overstays, on_overdue gets the timeout, and once
         # the tool returns this thread learns it was taken over (None).
         outcome = []
-        runner = threading.Thread(target=lambda: outcome.append(registry._invoke_watched(
-            [("call_1", "held", {})], 0.1, on_complete=lambda i, inv: reports.append(inv),
-            on_overdue=on_overdue)))
+        watch = functools.partial(TurnThreads.of(registry).watch, on_overdue=on_overdue)
+        runner = threading.Thread(target=lambda: outcome.append(registry.invoke_here(
+            [ToolCall("held", {}, "call_1")], 0.1, on_complete=lambda i, inv: reports.append(inv), watch=watch)))
         runner.start()
         assert taken_over.wait(WAIT)
         held.release.set()

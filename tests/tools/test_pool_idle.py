@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from agcore_sync.tools._pool import DaemonPool
+from agcore_sync._pool import DaemonPool
 
 WAIT = 5.0
 

@@ -1,8 +1,10 @@
-"""Deadlines: one thread that calls back when a deadline passes, owned by :class:`ToolRegistry`.
+"""Deadlines: one thread that calls back when a deadline passes, owned by the loop layer.
 
 A tool that runs in the thread driving a tool loop (no hand-off to the
 pool) is watched here: :meth:`Deadlines.arm` before the tool,
-:meth:`Deadlines.disarm` after it. Neither wakes the thread in the common
+:meth:`Deadlines.disarm` after it. Each ``ToolRegistry`` the loop uses has
+one, kept by its :class:`~agcore_sync.loop._turn_threads.TurnThreads` and
+stopped by the registry's ``close()``. Neither wakes the thread in the common
 case: the thread sleeps until the earliest deadline it knows of, and a new
 deadline later than that one (every round's ``now + tool_timeout``) waits its
 turn in the heap. Disarmed entries stay in the heap until they come up or
@@ -26,7 +28,7 @@ from agcore_sync import _instrument
 
 __all__ = ["Deadline", "Deadlines"]
 
-logger = _instrument.get_logger("agcore_sync.tools.registry")
+logger = _instrument.get_logger(__name__)
 
 #: Rebuild the heap once this many disarmed entries make up half of it.
 _COMPACT_AT = 64

@@ -1,12 +1,13 @@
-"""A thread pool of daemon workers, owned by :class:`ToolRegistry`.
+"""A thread pool of daemon workers, for the packages' thread owners.
 
 ``concurrent.futures.ThreadPoolExecutor`` joins its (non-daemon) workers at
 interpreter exit, so one tool that never returns would keep the process
 alive forever. This pool hands out the same ``Future`` objects but its
-workers are daemons, named ``<name>-<n>`` (``agcore-tool-<n>`` for the
-registry's tools, ``agcore-loop-<n>`` for the turns it drives): the registry
-still stops and joins them in ``close()`` when nothing is stuck, and a stuck
-one can no longer block exit.
+workers are daemons, named ``<name>-<n>``: ``agcore-tool-<n>`` for a
+``ToolRegistry``'s tools, ``agcore-loop-<n>`` for the sync turns the loop
+layer drives (``loop/_turn_threads.py``). Their owners still stop and join
+them (in ``ToolRegistry.close()``) when nothing is stuck, and a stuck one can
+no longer block exit. Shared by ``tools/`` and ``loop/``, so it sits below both.
 
 Each piece of work runs in a copy of the ``contextvars`` context of the
 thread that submitted it, taken at ``submit``: a ``ContextVar`` the caller set
@@ -14,7 +15,7 @@ is visible in the work, and the work's own changes stay in its copy.
 
 Idle workers: with ``idle_timeout`` set, a worker that has waited that long
 for work exits, so a burst of work does not keep its threads for the pool's
-life (the registry's turn threads); the next work starts a new one.
+life (the turn threads); the next work starts a new one.
 """
 
 from __future__ import annotations

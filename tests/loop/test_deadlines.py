@@ -7,7 +7,7 @@ from time import perf_counter
 
 import pytest
 
-from agcore_sync.tools._timer import Deadlines
+from agcore_sync.loop._deadlines import Deadlines
 
 WAIT = 5.0
 FAR = 3600.0
