@@ -326,7 +326,7 @@ class McpServer:
         return self._workers_pool().submit(fn)
 
     def _workers_pool(self) -> Any:
-        from agcore_sync.tools._pool import DaemonPool
+        from agcore_sync._pool import DaemonPool
 
         with self._lock:
             if self._workers is None:
