@@ -141,7 +141,9 @@ def test_google_genai_and_the_provider_read_each_recorded_stream_alike(name, str
         with closing(GeminiProvider(MODEL, api_key="test-key", base_url=stream_server.url)) as provider:
             got = _our_stream(provider)
         assert got == expected, f"{name}, {len(steps)} chunks"
-    assert not stream_server.errors
+    # google-genai may close its response once it has read a finish reason, before the server's last
+    # write: on a loaded machine that write fails, and only that is allowed here.
+    assert [e for e in stream_server.errors if "client went away" not in e] == []
     paths = {r.path for r in stream_server.requests}
     assert paths == {f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse"}
 
