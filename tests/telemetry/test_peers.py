@@ -15,6 +15,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from agcore_sync.agent.session import AgentSession
 from agcore_sync.llm.mock import MockProvider
 from agcore_sync.mcp import McpClient, StdioTransport
+from agcore_sync.mcp.client._requests import RequestOptions
 from agcore_sync.tools.error import McpError
 from agcore_sync.tools.function import tool
 from agcore_sync.tools.registry import ToolRegistry
@@ -66,7 +67,7 @@ def test_a_json_rpc_error_answer_sets_error_type_to_its_code(otel):
     with McpClient("raw", StdioTransport(sys.executable, [RAW_SERVER])) as client:
         with pytest.raises(McpError):
             # The seam every request takes; no server knows this method.
-            client._requester.request("agcore/no_such_method", None, timeout=WAIT)
+            client._requester.request("agcore/no_such_method", None, RequestOptions(timeout=WAIT))
     span = otel.span("agcore/no_such_method")
     assert span.status.status_code is StatusCode.ERROR
     assert (span.attributes["error.type"], span.attributes["rpc.response.status_code"]) == ("-32601", "-32601")
