@@ -10,6 +10,7 @@ def test_every_exported_name_is_importable_and_documented():
         "McpClient", "McpToolResult", "McpTool", "McpToolCaller", "Transport", "StdioTransport", "HttpTransport",
         "RestartPolicy", "ServerFeatures", "McpResource", "McpResourceTemplate", "McpResourceContents", "McpPrompt",
         "McpPromptArgument", "McpPromptResult", "sampling_handler_for", "McpResourceTool",
+        "McpServer", "request_context", "BearerAuth", "ElicitResult",  # the server side (issue 22)
     }
     for name in mcp.__all__:
         assert (getattr(mcp, name).__doc__ or "").strip(), name
