@@ -54,8 +54,9 @@ for version in $versions; do
     "$venv/bin/python" -m pip install -q -e ".[test]"
     installed=$SECONDS
     echo "tests/pythons: $("$venv/bin/python" --version) installed in $((installed - start)) s; testing"
-    # -p no:cacheprovider: the main run owns .pytest_cache. Exit status 5 (no test
+    # -n 2 (pytest-xdist, in the test extra): these tests need no shared service, so the two
+    # cores split them. -p no:cacheprovider: the main run owns .pytest_cache. Exit status 5 (no test
     # collected) cannot happen with these paths; any non-zero status fails the run.
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider "${needs_service[@]}" "${tests[@]}"
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 "${needs_service[@]}" "${tests[@]}"
     echo "tests/pythons: $("$venv/bin/python" --version): tests took $((SECONDS - installed)) s"
 done
