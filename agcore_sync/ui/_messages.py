@@ -16,7 +16,7 @@ from agcore_sync.llm.content import ContentBlock
 from agcore_sync.llm.media import DocumentBlock, ImageBlock
 from agcore_sync.llm.types import Message, Role, TextBlock, ToolUseBlock
 
-__all__ = ["UiRequestError", "MessageBuilder", "json_text", "nested_call"]
+__all__ = ["UiRequestError", "MessageBuilder", "json_data", "json_text", "nested_call"]
 
 
 class UiRequestError(AgcoreError, ValueError):
@@ -130,6 +130,13 @@ class MessageBuilder:
         self._out.extend(self._results)
         self._blocks = []
         self._results = []
+
+
+def json_data(value: Any) -> Any:
+    """Return a structured-output value as JSON data, as a tool result is written (dataclasses etc. as dicts)."""
+    from agcore_sync.tools.result_json import result_text
+
+    return json.loads(result_text(value))
 
 
 def output_text(output: Optional[Any]) -> str:

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 from agcore_sync.hooks import Approve, Decision, Deny
 from agcore_sync.llm.types import Message, Role, TextBlock, ToolUseBlock
 from agcore_sync.ui._frames import FrameStream
-from agcore_sync.ui._messages import UiRequestError, file_block, json_text, nested_call
+from agcore_sync.ui._messages import UiRequestError, file_block, json_data, json_text, nested_call
 
 __all__ = ["to_ag_ui", "from_ag_ui", "ag_ui_decisions", "APPROVAL_SCHEMA"]
 
@@ -200,9 +200,7 @@ class _AgUiStream(FrameStream):
     def _message_complete(self, event: Any) -> List[Dict[str, Any]]:
         output = event.full_response.output
         if output is not None:
-            from agcore_sync.tools.result_json import result_text
-
-            self._output = json.loads(result_text(output))
+            self._output = json_data(output)
         return self._close_blocks()
 
     # -- the loop's events ------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from agcore_sync.hooks import Approve, Decision, Deny
 from agcore_sync.llm.types import Message
 from agcore_sync.ui._frames import FrameStream
-from agcore_sync.ui._messages import MessageBuilder, UiRequestError, json_text, nested_call, output_text
+from agcore_sync.ui._messages import MessageBuilder, UiRequestError, json_data, json_text, nested_call, output_text
 
 __all__ = ["AI_SDK_HEADERS", "to_ai_sdk", "from_ai_sdk", "ai_sdk_decisions"]
 
@@ -222,7 +222,7 @@ class _AiSdkStream(FrameStream):
         self._stop = _FINISH_REASONS.get(getattr(response.stop_reason, "value", ""), "other")
         chunks = self._close_blocks()
         if response.output is not None:
-            chunks.append({"type": "data-output", "data": _plain(response.output)})
+            chunks.append({"type": "data-output", "data": json_data(response.output)})
         return chunks
 
     # -- the loop's events ------------------------------------------------------
@@ -272,13 +272,6 @@ def _parsed(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _plain(value: Any) -> Any:
-    """Return a structured-output value as JSON data (dataclasses, attrs and pydantic objects as dicts)."""
-    from agcore_sync.tools.result_json import result_text
-
-    return json.loads(result_text(value))
 
 
 # -- what useChat posts ---------------------------------------------------------
